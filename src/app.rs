@@ -1,0 +1,58 @@
+//! The application state shared by every request: configuration, the Zabbix client, the
+//! caller cache, tool exposure, and the tool list built for the Zabbix version in use.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::exposure::Exposure;
+use crate::mcp::tools::ToolList;
+use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
+
+/// How many token identities are cached, and for how long: short, so that a revoked or
+/// disabled token stops working within a minute.
+const CALLER_CACHE_CAPACITY: u64 = 10_000;
+const CALLER_CACHE_TTL: Duration = Duration::from_secs(60);
+
+pub struct App {
+    pub config: Config,
+    pub zabbix: ZabbixClient,
+    pub callers: CallerResolver,
+    pub exposure: Exposure,
+    tools: RwLock<Option<Arc<ToolList>>>,
+}
+
+impl App {
+    pub fn new(config: Config) -> Result<Arc<App>, ZabbixError> {
+        let zabbix = ZabbixClient::new(&ClientSettings {
+            api_url: config.api_url(),
+            timeout: config.timeout,
+            ca_file: config.tls_ca_file.clone(),
+            ignore_cert_errors: config.ignore_url_cert_errors,
+        })?;
+        let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
+        Ok(Arc::new(App {
+            config,
+            zabbix,
+            callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
+            exposure,
+            tools: RwLock::new(None),
+        }))
+    }
+
+    /// The tools offered on the current Zabbix version, built once per version.
+    pub async fn tool_list(&self) -> Result<Arc<ToolList>, ZabbixError> {
+        let version = self.zabbix.version().await?;
+        if let Ok(slot) = self.tools.read()
+            && let Some(list) = slot.as_ref()
+            && list.version == version
+        {
+            return Ok(list.clone());
+        }
+        let list = Arc::new(ToolList::build(self, version));
+        if let Ok(mut slot) = self.tools.write() {
+            *slot = Some(list.clone());
+        }
+        Ok(list)
+    }
+}

@@ -1,0 +1,339 @@
+//! Argument validation: every argument is checked against its tool definition before
+//! anything reaches the policy or Zabbix, and normalized (IDs become strings, defaults are
+//! filled in). Each error names the constraint that was not met.
+
+use serde_json::{Map, Number, Value};
+
+use crate::catalog::{
+    ArgDef, ArgRule, ArgType, DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
+    DEFAULT_LIMIT, MAX_LIMIT, Mapping, ToolDef,
+};
+use crate::zabbix::ZabbixVersion;
+
+/// Validated, normalized arguments: what the policy sees and what builds the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arguments(pub Map<String, Value>);
+
+/// Limits that may differ per caller (the policy decides them; these are the defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_limit: u32,
+    pub history_max_window_seconds: i64,
+    pub history_max_age_seconds: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgError(pub String);
+
+/// Most list arguments Zabbix will take in one call; more is a mistake, not a query.
+const MAX_LIST_LEN: usize = 1000;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_limit: MAX_LIMIT,
+            history_max_window_seconds: DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
+            history_max_age_seconds: DEFAULT_HISTORY_MAX_AGE_SECONDS,
+        }
+    }
+}
+
+impl Arguments {
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    pub fn limit(&self) -> u32 {
+        self.0
+            .get("limit")
+            .and_then(Value::as_u64)
+            .and_then(|l| u32::try_from(l).ok())
+            .unwrap_or(DEFAULT_LIMIT)
+    }
+}
+
+fn err(message: String) -> ArgError {
+    ArgError(message)
+}
+
+/// Checks the raw `arguments` of a call against the tool and normalizes them.
+pub fn validate(
+    tool: &ToolDef,
+    raw: Option<&Map<String, Value>>,
+    version: ZabbixVersion,
+    now: i64,
+) -> Result<Arguments, ArgError> {
+    let empty = Map::new();
+    let raw = raw.unwrap_or(&empty);
+    for name in raw.keys() {
+        if !tool.args.iter().any(|a| a.name == name) {
+            let accepted: Vec<&str> = tool.args.iter().map(|a| a.name).collect();
+            return Err(err(format!(
+                "unknown argument {name:?}; {} accepts: {}",
+                tool.name,
+                accepted.join(", ")
+            )));
+        }
+    }
+    let mut out = Map::new();
+    for def in tool.args {
+        // LLM clients often send null for "not given": treat it as absent.
+        match raw.get(def.name).filter(|v| !v.is_null()) {
+            Some(value) => {
+                out.insert(def.name.to_owned(), check(def, value, version)?);
+            }
+            None if def.required => {
+                return Err(err(format!("{} is required", def.name)));
+            }
+            None if matches!(def.maps_to, Mapping::Limit) => {
+                out.insert(def.name.to_owned(), Value::from(DEFAULT_LIMIT));
+            }
+            None => {}
+        }
+    }
+    for rule in tool.rules {
+        apply_rule(rule, &mut out, now)?;
+    }
+    Ok(Arguments(out))
+}
+
+fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, ArgError> {
+    let name = def.name;
+    match &def.ty {
+        ArgType::Ids => {
+            let list = list_of(name, value, "IDs")?;
+            let ids = list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| id(v).ok_or_else(|| {
+                    err(format!("{name}[{i}] must be an ID (a string of digits or a non-negative integer), got {v}"))
+                }))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Value::Array(ids))
+        }
+        ArgType::Strings => {
+            let list = list_of(name, value, "strings")?;
+            for (i, v) in list.iter().enumerate() {
+                if v.as_str().is_none_or(str::is_empty) {
+                    return Err(err(format!(
+                        "{name}[{i}] must be a non-empty string, got {v}"
+                    )));
+                }
+            }
+            Ok(value.clone())
+        }
+        ArgType::Text { max_len } => match value.as_str() {
+            Some("") => Err(err(format!("{name} must not be empty"))),
+            Some(s) if s.chars().count() > *max_len => Err(err(format!(
+                "{name} must be at most {max_len} characters long"
+            ))),
+            Some(_) => Ok(value.clone()),
+            None => Err(err(format!("{name} must be a string, got {value}"))),
+        },
+        ArgType::Limit => match integer(value) {
+            Some(n) if (1..=i64::from(MAX_LIMIT)).contains(&n) => Ok(Value::from(n)),
+            _ => Err(err(format!(
+                "{name} must be between 1 and {MAX_LIMIT}, got {value}"
+            ))),
+        },
+        ArgType::Bool => match value {
+            Value::Bool(_) => Ok(value.clone()),
+            _ => Err(err(format!("{name} must be true or false, got {value}"))),
+        },
+        ArgType::IntList { min, max } => {
+            let list = list_of(name, value, "integers")?;
+            let mut out = Vec::with_capacity(list.len());
+            for (i, v) in list.iter().enumerate() {
+                match integer(v) {
+                    Some(n) if (*min..=*max).contains(&n) => out.push(Value::from(n)),
+                    _ => {
+                        return Err(err(format!(
+                            "{name}[{i}] must be an integer between {min} and {max}, got {v}"
+                        )));
+                    }
+                }
+            }
+            Ok(Value::Array(out))
+        }
+        ArgType::Enum(values) => {
+            let names = || {
+                values
+                    .iter()
+                    .filter(|e| version >= e.since)
+                    .map(|e| e.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let Some(text) = value.as_str() else {
+                return Err(err(format!(
+                    "{name} must be one of {}, got {value}",
+                    names()
+                )));
+            };
+            match values.iter().find(|e| e.name == text) {
+                Some(e) if version >= e.since => Ok(value.clone()),
+                Some(e) => Err(err(format!(
+                    "{name} {text:?} needs Zabbix {}.{} or later; this Zabbix is {version}",
+                    e.since.major, e.since.minor
+                ))),
+                None => Err(err(format!(
+                    "{name} must be one of {}, got {value}",
+                    names()
+                ))),
+            }
+        }
+        ArgType::UnixTime => match integer(value) {
+            Some(n) if n >= 0 => Ok(Value::from(n)),
+            _ => Err(err(format!(
+                "{name} must be a Unix time in seconds (a non-negative integer), got {value}"
+            ))),
+        },
+    }
+}
+
+fn list_of<'v>(name: &str, value: &'v Value, what: &str) -> Result<&'v Vec<Value>, ArgError> {
+    match value {
+        Value::Array(list) if list.is_empty() => Err(err(format!("{name} must not be empty"))),
+        Value::Array(list) if list.len() > MAX_LIST_LEN => Err(err(format!(
+            "{name} may hold at most {MAX_LIST_LEN} entries, got {}",
+            list.len()
+        ))),
+        Value::Array(list) => Ok(list),
+        _ => Err(err(format!(
+            "{name} must be an array of {what}, got {value}"
+        ))),
+    }
+}
+
+/// An ID as Zabbix writes it: digits, as a string. Integers are accepted too.
+fn id(value: &Value) -> Option<Value> {
+    match value {
+        Value::String(s)
+            if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            Some(value.clone())
+        }
+        Value::Number(n) => n.as_u64().map(|n| Value::String(n.to_string())),
+        _ => None,
+    }
+}
+
+/// Integers may arrive as JSON numbers (including 5.0) or digit strings.
+fn integer(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+                .map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn apply_rule(rule: &ArgRule, args: &mut Map<String, Value>, now: i64) -> Result<(), ArgError> {
+    match rule {
+        ArgRule::ExactlyOne(names) => {
+            let given: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| args.get(*n).is_some_and(|v| v != &Value::Bool(false)))
+                .collect();
+            if given.len() != 1 {
+                return Err(err(format!(
+                    "exactly one of {} must be given",
+                    names.join(", ")
+                )));
+            }
+            // `global: false` beside hostids means nothing; do not send it.
+            args.retain(|k, v| !(names.contains(&k.as_str()) && v == &Value::Bool(false)));
+            Ok(())
+        }
+        ArgRule::HistoryWindow { till, .. } => {
+            if !args.contains_key(*till) {
+                args.insert((*till).to_owned(), Value::Number(Number::from(now)));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Applies the caller's limits after the policy decided them: the result count and the
+/// history window. Fills in a missing `time_from` with the widest window allowed.
+pub fn enforce_limits(
+    tool: &ToolDef,
+    args: &mut Arguments,
+    limits: &Limits,
+    now: i64,
+) -> Result<(), ArgError> {
+    if args.limit() > limits.max_limit {
+        return Err(err(format!(
+            "limit must be between 1 and {} for this caller, got {}",
+            limits.max_limit,
+            args.limit()
+        )));
+    }
+    for rule in tool.rules {
+        if let ArgRule::HistoryWindow { from, till } = rule {
+            history_window(&mut args.0, from, till, limits, now)?;
+        }
+    }
+    Ok(())
+}
+
+fn history_window(
+    args: &mut Map<String, Value>,
+    from_name: &str,
+    till_name: &str,
+    limits: &Limits,
+    now: i64,
+) -> Result<(), ArgError> {
+    let window = limits.history_max_window_seconds;
+    let max_age = limits.history_max_age_seconds;
+    let earliest = now - max_age;
+    let till = args.get(till_name).and_then(Value::as_i64).unwrap_or(now);
+    let from = match args.get(from_name).and_then(Value::as_i64) {
+        Some(from) => from,
+        None => {
+            let from = (till - window).max(earliest);
+            args.insert(from_name.to_owned(), Value::from(from));
+            from
+        }
+    };
+    if from > till {
+        return Err(err(format!(
+            "{from_name} ({from}) must not be later than {till_name} ({till})"
+        )));
+    }
+    if till - from > window {
+        return Err(err(format!(
+            "the history window may be at most {window} seconds ({}); {from_name}..{till_name} spans {} seconds",
+            human(window),
+            till - from
+        )));
+    }
+    if from < earliest {
+        return Err(err(format!(
+            "{from_name} must be no earlier than {max_age} seconds ({}) ago, i.e. >= {earliest}",
+            human(max_age)
+        )));
+    }
+    Ok(())
+}
+
+fn human(seconds: i64) -> String {
+    match seconds {
+        s if s % 86_400 == 0 => plural(s / 86_400, "day"),
+        s if s % 3_600 == 0 => plural(s / 3_600, "hour"),
+        s => format!("{s} seconds"),
+    }
+}
+
+fn plural(n: i64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}

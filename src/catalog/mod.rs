@@ -1,0 +1,266 @@
+//! The tool catalog: every tool described once, as data (name, Zabbix method, arguments,
+//! fixed output fields, sort order, resource kind). Handlers read this table; nothing
+//! is repeated per tool.
+
+pub mod args;
+pub mod params;
+pub mod read;
+pub mod schema;
+
+use crate::zabbix::{Method, ZabbixVersion};
+
+pub use args::{ArgError, Arguments};
+
+/// Whether a tool reads or changes Zabbix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    Read,
+    Write,
+}
+
+/// One tool, as the agent sees it and as the sidecar sends it to Zabbix.
+#[derive(Debug)]
+pub struct ToolDef {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub method: Method,
+    pub kind: ToolKind,
+    pub destructive: bool,
+    pub idempotent: bool,
+    /// The oldest Zabbix version that serves this tool.
+    pub since: ZabbixVersion,
+    pub args: &'static [ArgDef],
+    /// Constraints that involve more than one argument.
+    pub rules: &'static [ArgRule],
+    /// How a read tool queries Zabbix (None for write tools).
+    pub query: Option<Query>,
+}
+
+/// One argument of a tool.
+#[derive(Debug)]
+pub struct ArgDef {
+    pub name: &'static str,
+    pub ty: ArgType,
+    pub description: &'static str,
+    pub required: bool,
+    pub maps_to: Mapping,
+}
+
+/// The accepted shape of an argument value.
+#[derive(Debug)]
+pub enum ArgType {
+    /// A list of Zabbix IDs; each may be a string of digits or a non-negative integer.
+    Ids,
+    /// A list of non-empty strings.
+    Strings,
+    /// One non-empty string of at most `max_len` characters.
+    Text {
+        max_len: usize,
+    },
+    /// The result count limit (1..=MAX_LIMIT, default DEFAULT_LIMIT).
+    Limit,
+    Bool,
+    /// A list of integers within a range.
+    IntList {
+        min: i64,
+        max: i64,
+    },
+    /// One of a fixed set of names, each mapped to the number Zabbix wants.
+    Enum(&'static [EnumValue]),
+    /// Unix time in seconds.
+    UnixTime,
+}
+
+/// One allowed value of an `ArgType::Enum`.
+#[derive(Debug)]
+pub struct EnumValue {
+    pub name: &'static str,
+    pub number: i64,
+    pub since: ZabbixVersion,
+}
+
+/// Where a validated argument goes in the Zabbix request.
+#[derive(Debug, Clone, Copy)]
+pub enum Mapping {
+    /// `params[name] = value`
+    Param(&'static str),
+    /// `params.filter[field] = value`
+    Filter(&'static str),
+    /// `params.search[field] = value` for each field (any may match; `*` is a wildcard).
+    Search(&'static [&'static str]),
+    /// `params.limit` (one more than asked, to know whether the result was cut).
+    Limit,
+}
+
+/// Constraints across arguments.
+#[derive(Debug)]
+pub enum ArgRule {
+    /// Exactly one of these arguments must be given (a `false` boolean counts as absent).
+    ExactlyOne(&'static [&'static str]),
+    /// The history time window: defaults, order, width and age limits.
+    HistoryWindow {
+        from: &'static str,
+        till: &'static str,
+    },
+}
+
+/// How a read tool asks Zabbix.
+#[derive(Debug)]
+pub struct Query {
+    /// The ID field of the returned objects.
+    pub id_field: &'static str,
+    pub output: &'static [&'static str],
+    pub selects: &'static [Select],
+    pub sort: Sort,
+    /// Other outputs when an argument has a given value (global macros, log history).
+    pub variants: &'static [Variant],
+    /// Boolean request flags always sent as true (e.g. `expandExpression`).
+    pub flags: &'static [&'static str],
+    pub resource: Option<ResourceDef>,
+}
+
+/// A related-object selection (`selectTags`, `selectHostGroups`, ...).
+#[derive(Debug)]
+pub struct Select {
+    pub param: SelectParam,
+    pub fields: &'static [&'static str],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectParam {
+    Fixed(&'static str),
+    /// `selectHostGroups` from 6.2, `selectGroups` before; returned as `hostgroups`.
+    HostGroups,
+    /// `selectTemplateGroups` from 6.2, `selectGroups` before; returned as `templategroups`.
+    TemplateGroups,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Sort {
+    pub field: &'static str,
+    pub descending: bool,
+}
+
+#[derive(Debug)]
+pub struct Variant {
+    pub arg: &'static str,
+    pub equals: VariantValue,
+    pub id_field: &'static str,
+    pub output: &'static [&'static str],
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum VariantValue {
+    Bool(bool),
+    Str(&'static str),
+}
+
+/// A `zabbix://<kind>/<id>` resource served from a read tool's method.
+#[derive(Debug)]
+pub struct ResourceDef {
+    pub kind: ResourceKind,
+    /// The request parameter that takes the ID (`hostids`, `groupids`, ...).
+    pub id_param: &'static str,
+    pub output: &'static [&'static str],
+    pub selects: &'static [Select],
+    pub description: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResourceKind {
+    Host,
+    HostGroup,
+    Template,
+    TemplateGroup,
+    Item,
+    Trigger,
+}
+
+pub const DEFAULT_LIMIT: u32 = 100;
+pub const MAX_LIMIT: u32 = 1000;
+/// The official server's history limits; the policy may set others per caller.
+pub const DEFAULT_HISTORY_MAX_WINDOW_SECONDS: i64 = 7 * 24 * 3600;
+pub const DEFAULT_HISTORY_MAX_AGE_SECONDS: i64 = 7 * 24 * 3600;
+
+impl ResourceKind {
+    pub const ALL: [ResourceKind; 6] = [
+        ResourceKind::Host,
+        ResourceKind::HostGroup,
+        ResourceKind::Template,
+        ResourceKind::TemplateGroup,
+        ResourceKind::Item,
+        ResourceKind::Trigger,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceKind::Host => "host",
+            ResourceKind::HostGroup => "hostgroup",
+            ResourceKind::Template => "template",
+            ResourceKind::TemplateGroup => "templategroup",
+            ResourceKind::Item => "item",
+            ResourceKind::Trigger => "trigger",
+        }
+    }
+
+    pub fn parse(kind: &str) -> Option<ResourceKind> {
+        ResourceKind::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    pub fn uri(self, id: &str) -> String {
+        format!("zabbix://{}/{}", self.as_str(), id)
+    }
+}
+
+impl ToolDef {
+    pub fn is_read(&self) -> bool {
+        self.kind == ToolKind::Read
+    }
+
+    pub fn available_on(&self, version: ZabbixVersion) -> bool {
+        version >= self.since
+    }
+
+    pub fn resource(&self) -> Option<&ResourceDef> {
+        self.query.as_ref().and_then(|q| q.resource.as_ref())
+    }
+}
+
+impl SelectParam {
+    /// The request parameter for this Zabbix version.
+    pub fn param_name(self, version: ZabbixVersion) -> &'static str {
+        match self {
+            SelectParam::Fixed(name) => name,
+            SelectParam::HostGroups if version.has_template_groups() => "selectHostGroups",
+            SelectParam::TemplateGroups if version.has_template_groups() => "selectTemplateGroups",
+            SelectParam::HostGroups | SelectParam::TemplateGroups => "selectGroups",
+        }
+    }
+
+    /// The key Zabbix returns (on this version) and the key the agent sees.
+    pub fn result_keys(self, version: ZabbixVersion) -> Option<(&'static str, &'static str)> {
+        match self {
+            SelectParam::Fixed(_) => None,
+            SelectParam::HostGroups if version.has_template_groups() => None,
+            SelectParam::TemplateGroups if version.has_template_groups() => None,
+            SelectParam::HostGroups => Some(("groups", "hostgroups")),
+            SelectParam::TemplateGroups => Some(("groups", "templategroups")),
+        }
+    }
+}
+
+/// All tools, in the order `tools/list` shows them.
+pub fn all_tools() -> impl Iterator<Item = &'static ToolDef> {
+    read::READ_TOOLS.iter()
+}
+
+/// The tool with this plain (unprefixed) name.
+pub fn find(name: &str) -> Option<&'static ToolDef> {
+    all_tools().find(|t| t.name == name)
+}
+
+/// The read tool that serves a resource kind.
+pub fn for_resource(kind: ResourceKind) -> Option<&'static ToolDef> {
+    all_tools().find(|t| t.resource().is_some_and(|r| r.kind == kind))
+}

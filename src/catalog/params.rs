@@ -1,0 +1,231 @@
+//! Builds the Zabbix request of a read tool or resource from validated arguments, and
+//! shapes what Zabbix returns (version-neutral keys, `uri` fields).
+
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{
+    Arguments, Mapping, Query, ResourceDef, ResourceKind, Select, ToolDef, VariantValue,
+};
+use crate::zabbix::ZabbixVersion;
+
+/// The output fields and ID field in effect for these arguments.
+pub struct Shape {
+    pub id_field: &'static str,
+    pub output: &'static [&'static str],
+}
+
+pub fn shape(query: &Query, args: &Arguments) -> Shape {
+    for variant in query.variants {
+        let matches = match (variant.equals, args.get(variant.arg)) {
+            (VariantValue::Bool(b), Some(Value::Bool(v))) => b == *v,
+            (VariantValue::Str(s), Some(Value::String(v))) => s == v,
+            _ => false,
+        };
+        if matches {
+            return Shape {
+                id_field: variant.id_field,
+                output: variant.output,
+            };
+        }
+    }
+    Shape {
+        id_field: query.id_field,
+        output: query.output,
+    }
+}
+
+/// The request parameters of a read tool call. `limit` is one more than asked, so that a
+/// full page tells us that more results exist.
+pub fn read_params(
+    tool: &ToolDef,
+    query: &Query,
+    args: &Arguments,
+    version: ZabbixVersion,
+) -> Value {
+    let mut params = Map::new();
+    params.insert("output".into(), json!(shape(query, args).output));
+    let mut filter = Map::new();
+    let mut search = Map::new();
+    for def in tool.args {
+        let Some(value) = args.get(def.name) else {
+            continue;
+        };
+        match def.maps_to {
+            Mapping::Param(name) => {
+                params.insert(name.into(), enum_number(def, value));
+            }
+            Mapping::Filter(field) => {
+                filter.insert(field.into(), value.clone());
+            }
+            Mapping::Search(fields) => {
+                for field in fields {
+                    search.insert((*field).into(), value.clone());
+                }
+            }
+            Mapping::Limit => {
+                params.insert("limit".into(), json!(args.limit() + 1));
+            }
+        }
+    }
+    if !filter.is_empty() {
+        params.insert("filter".into(), Value::Object(filter));
+    }
+    if !search.is_empty() {
+        // Without a `*` Zabbix matches anywhere in the field; with one, the pattern must
+        // match the whole field, so wildcards are switched on only when used.
+        let wildcard = search
+            .values()
+            .any(|v| v.as_str().is_some_and(|s| s.contains('*')));
+        params.insert("searchByAny".into(), Value::Bool(true));
+        if wildcard {
+            params.insert("searchWildcardsEnabled".into(), Value::Bool(true));
+        }
+        params.insert("search".into(), Value::Object(search));
+    }
+    add_selects(&mut params, query.selects, version);
+    for flag in query.flags {
+        params.insert((*flag).into(), Value::Bool(true));
+    }
+    params.insert("sortfield".into(), json!(query.sort.field));
+    if query.sort.descending {
+        params.insert("sortorder".into(), json!("DESC"));
+    }
+    Value::Object(params)
+}
+
+/// The request parameters that read one entity for a resource.
+pub fn resource_params(
+    query: &Query,
+    resource: &ResourceDef,
+    id: &str,
+    version: ZabbixVersion,
+) -> Value {
+    let mut params = Map::new();
+    params.insert("output".into(), json!(resource.output));
+    params.insert(resource.id_param.into(), json!([id]));
+    add_selects(&mut params, resource.selects, version);
+    for flag in query.flags {
+        params.insert((*flag).into(), Value::Bool(true));
+    }
+    Value::Object(params)
+}
+
+fn add_selects(params: &mut Map<String, Value>, selects: &[Select], version: ZabbixVersion) {
+    for select in selects {
+        params.insert(
+            select.param.param_name(version).into(),
+            json!(select.fields),
+        );
+    }
+}
+
+/// Enum arguments travel to Zabbix as numbers (history type names, for one).
+fn enum_number(def: &crate::catalog::ArgDef, value: &Value) -> Value {
+    if let (crate::catalog::ArgType::Enum(values), Some(name)) = (&def.ty, value.as_str())
+        && let Some(e) = values.iter().find(|e| e.name == name)
+    {
+        return Value::from(e.number);
+    }
+    value.clone()
+}
+
+/// Renames version-specific keys to the agent-facing ones and adds `uri`.
+pub fn shape_record(
+    record: &mut Value,
+    selects: &[Select],
+    id_field: &str,
+    resource: Option<ResourceKind>,
+    version: ZabbixVersion,
+) {
+    let Some(object) = record.as_object_mut() else {
+        return;
+    };
+    for select in selects {
+        if let Some((from, to)) = select.param.result_keys(version)
+            && let Some(value) = object.remove(from)
+        {
+            object.insert(to.into(), value);
+        }
+    }
+    if let Some(kind) = resource
+        && let Some(id) = object.get(id_field).and_then(Value::as_str)
+    {
+        let uri = kind.uri(id);
+        object.insert("uri".into(), Value::String(uri));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_params, resource_params};
+    use crate::catalog::{args, find};
+    use crate::zabbix::ZabbixVersion;
+    use serde_json::json;
+
+    const V60: ZabbixVersion = ZabbixVersion::new(6, 0, 14);
+    const V70: ZabbixVersion = ZabbixVersion::new(7, 0, 22);
+
+    fn params(tool: &str, raw: serde_json::Value, version: ZabbixVersion) -> serde_json::Value {
+        let tool = find(tool).unwrap();
+        let args = args::validate(tool, raw.as_object(), version, 1_000_000).unwrap();
+        read_params(tool, tool.query.as_ref().unwrap(), &args, version)
+    }
+
+    #[test]
+    fn host_get_is_version_aware() {
+        let p6 = params("host_get", json!({"search": "web", "limit": 5}), V60);
+        assert_eq!(p6["selectGroups"], json!(["groupid", "name"]));
+        assert!(p6.get("selectHostGroups").is_none());
+        assert_eq!(p6["limit"], 6);
+        assert_eq!(p6["search"], json!({"host": "web", "name": "web"}));
+        let p7 = params("host_get", json!({}), V70);
+        assert_eq!(p7["selectHostGroups"], json!(["groupid", "name"]));
+        assert_eq!(p7["limit"], 101);
+        assert_eq!(p7["sortfield"], "name");
+    }
+
+    #[test]
+    fn no_tool_ever_asks_for_extend() {
+        for tool in crate::catalog::all_tools() {
+            let Some(query) = tool.query.as_ref() else {
+                continue;
+            };
+            for v in [V60, V70] {
+                let required = match tool.name {
+                    "history_get" => json!({"itemids": ["1"], "type": "float"}),
+                    "macro_get" => json!({"global": true}),
+                    _ => json!({}),
+                };
+                let raw = required.as_object();
+                let a = args::validate(tool, raw, v, 1_000_000).unwrap();
+                let text = read_params(tool, query, &a, v).to_string();
+                assert!(!text.contains("extend"), "{}: {text}", tool.name);
+                if let Some(r) = query.resource.as_ref() {
+                    let text = resource_params(query, r, "1", v).to_string();
+                    assert!(!text.contains("extend"), "{}: {text}", tool.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn history_type_is_sent_as_number_and_log_has_more_fields() {
+        let p = params("history_get", json!({"itemids": [42], "type": "log"}), V70);
+        assert_eq!(p["history"], 2);
+        assert_eq!(p["itemids"], json!(["42"]));
+        assert!(
+            p["output"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("logeventid"))
+        );
+        assert_eq!(p["sortorder"], "DESC");
+    }
+
+    #[test]
+    fn global_macros_use_their_own_fields() {
+        let p = params("macro_get", json!({"global": true}), V70);
+        assert_eq!(p["globalmacro"], true);
+        assert_eq!(p["output"][0], "globalmacroid");
+    }
+}

@@ -1,0 +1,262 @@
+//! Turning merged parameter values into a validated `Config`: defaults, per-value
+//! parsing and the rules that involve several parameters.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::exposure::{Pattern, ToolRule};
+
+use super::error::ConfigError;
+use super::file::Entry;
+use super::merge::Resolved;
+use super::params::Param;
+use super::values;
+use super::{Config, DecisionLogSink, LogType, PolicyMode, Secret, SessionMode, TlsAccept};
+
+pub const DEFAULT_LISTEN_PORT: u16 = 8443;
+pub const LISTEN_PORT_RANGE: (u64, u64) = (1024, 32767);
+pub const DEFAULT_TIMEOUT_SECS: u64 = 10;
+pub const TIMEOUT_RANGE: (u64, u64) = (3, 30);
+pub const DEFAULT_MAX_RESPONSE_SIZE: usize = 64 << 10;
+pub const MAX_RESPONSE_SIZE_RANGE: (u64, u64) = (16 << 10, 256 << 10);
+pub const DEFAULT_LOG_FILE_SIZE_MB: u32 = 1;
+pub const LOG_FILE_SIZE_RANGE: (u64, u64) = (0, 1024);
+pub const DEFAULT_DEBUG_LEVEL: u8 = 3;
+pub const DEBUG_LEVEL_RANGE: (u64, u64) = (0, 5);
+pub const DEFAULT_POLICY_DIR: &str = "policies";
+/// An approval seal key shorter than this is too weak for HMAC-SHA256.
+pub const MIN_SEAL_KEY_BYTES: usize = 32;
+
+const TLS_ACCEPT: [(&str, TlsAccept); 2] = [
+    ("unencrypted", TlsAccept::Unencrypted),
+    ("cert", TlsAccept::Cert),
+];
+const LOG_TYPE: [(&str, LogType); 3] = [
+    ("console", LogType::Console),
+    ("file", LogType::File),
+    ("system", LogType::System),
+];
+const POLICY_MODE: [(&str, PolicyMode); 2] = [
+    ("enforce", PolicyMode::Enforce),
+    ("dry-run", PolicyMode::DryRun),
+];
+const SESSION_MODE: [(&str, SessionMode); 2] = [
+    ("stateless", SessionMode::Stateless),
+    ("stateful", SessionMode::Stateful),
+];
+
+/// Builds and validates the configuration.
+pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
+    let frontend = r
+        .get(Param::FrontendUrl)
+        .ok_or_else(|| ConfigError::missing(Param::FrontendUrl))?;
+    let allowed = r
+        .get(Param::AllowedIp)
+        .ok_or_else(|| ConfigError::missing(Param::AllowedIp))?;
+    let config = Config {
+        frontend_url: values::frontend_url(&frontend.at(), &frontend.value)?,
+        allowed_ip: values::allowed_ip(&allowed.at(), &allowed.value)?,
+        allowed_ip_raw: allowed.value.clone(),
+        listen_ip: match r.get(Param::ListenIp) {
+            Some(e) => values::listen_ip(&e.at(), &e.value)?,
+            None => vec![std::net::Ipv4Addr::UNSPECIFIED.into()],
+        },
+        // The ranges below fit their types, so the conversions cannot fail.
+        listen_port: int(r, Param::ListenPort, LISTEN_PORT_RANGE)?
+            .map_or(DEFAULT_LISTEN_PORT, |v| {
+                u16::try_from(v).unwrap_or(DEFAULT_LISTEN_PORT)
+            }),
+        tls_accept: keyword(r, Param::TlsAccept, &TLS_ACCEPT)?.unwrap_or(TlsAccept::Unencrypted),
+        tls_cert_file: existing_file(r, Param::TlsCertFile)?,
+        tls_key_file: existing_file(r, Param::TlsKeyFile)?,
+        tls_ca_file: existing_file(r, Param::TlsCaFile)?,
+        ignore_url_cert_errors: match r.get(Param::IgnoreUrlCertErrors) {
+            Some(e) => values::boolean(&e.at(), &e.value)?,
+            None => false,
+        },
+        timeout: Duration::from_secs(
+            int(r, Param::Timeout, TIMEOUT_RANGE)?.unwrap_or(DEFAULT_TIMEOUT_SECS),
+        ),
+        max_response_size: match r.get(Param::MaxResponseSize) {
+            Some(e) => {
+                let (min, max) = MAX_RESPONSE_SIZE_RANGE;
+                let bytes = values::size(&e.at(), &e.value, min, max)?;
+                usize::try_from(bytes).unwrap_or(DEFAULT_MAX_RESPONSE_SIZE)
+            }
+            None => DEFAULT_MAX_RESPONSE_SIZE,
+        },
+        tool_prefix: match r.get(Param::ToolPrefix) {
+            Some(e) => values::tool_prefix(&e.at(), &e.value)?,
+            None => String::new(),
+        },
+        tool_rules: tool_rules(r.rules())?,
+        allowed_hosts: allowed_hosts(r.allowed_hosts())?,
+        log_type: keyword(r, Param::LogType, &LOG_TYPE)?.unwrap_or(LogType::Console),
+        log_file: path(r, Param::LogFile),
+        log_file_size_mb: int(r, Param::LogFileSize, LOG_FILE_SIZE_RANGE)?
+            .map_or(DEFAULT_LOG_FILE_SIZE_MB, |v| {
+                u32::try_from(v).unwrap_or(DEFAULT_LOG_FILE_SIZE_MB)
+            }),
+        debug_level: int(r, Param::DebugLevel, DEBUG_LEVEL_RANGE)?
+            .map_or(DEFAULT_DEBUG_LEVEL, |v| {
+                u8::try_from(v).unwrap_or(DEFAULT_DEBUG_LEVEL)
+            }),
+        pid_file: path(r, Param::PidFile),
+        policy_dir: path(r, Param::PolicyDir).unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY_DIR)),
+        policy_mode: keyword(r, Param::PolicyMode, &POLICY_MODE)?.unwrap_or(PolicyMode::Enforce),
+        decision_log: decision_log(r)?,
+        session_mode: keyword(r, Param::SessionMode, &SESSION_MODE)?
+            .unwrap_or(SessionMode::Stateless),
+        approval_seal_key: seal_key(r)?,
+    };
+    check_cross_rules(r, &config)?;
+    Ok(config)
+}
+
+fn int(r: &Resolved, param: Param, (min, max): (u64, u64)) -> Result<Option<u64>, ConfigError> {
+    r.get(param)
+        .map(|e| values::integer(&e.at(), &e.value, min, max))
+        .transpose()
+}
+
+fn keyword<T: Copy>(
+    r: &Resolved,
+    param: Param,
+    choices: &[(&str, T)],
+) -> Result<Option<T>, ConfigError> {
+    r.get(param)
+        .map(|e| values::keyword(&e.at(), &e.value, choices))
+        .transpose()
+}
+
+/// An optional path; an empty value means "not set", so a variable or flag can
+/// clear a path the file set.
+fn path(r: &Resolved, param: Param) -> Option<PathBuf> {
+    r.get(param)
+        .filter(|e| !e.value.is_empty())
+        .map(|e| PathBuf::from(&e.value))
+}
+
+/// TLS material is checked now so that `-T` catches a wrong path before start.
+fn existing_file(r: &Resolved, param: Param) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(entry) = r.get(param).filter(|e| !e.value.is_empty()) else {
+        return Ok(None);
+    };
+    if !Path::new(&entry.value).is_file() {
+        return Err(ConfigError::bad_value(
+            &entry.at(),
+            &entry.value,
+            "no such file",
+        ));
+    }
+    Ok(Some(PathBuf::from(&entry.value)))
+}
+
+fn tool_rules(entries: &[Entry]) -> Result<Vec<ToolRule>, ConfigError> {
+    entries
+        .iter()
+        .map(|e| {
+            let pattern = match e.param {
+                Param::AllowToolRegexp | Param::DenyToolRegexp => Pattern::regex(&e.value),
+                _ => Pattern::wildcard(&e.value),
+            }
+            .map_err(|err| ConfigError::bad_value(&e.at(), &e.value, err.to_string()))?;
+            Ok(match e.param {
+                Param::AllowTool | Param::AllowToolRegexp => ToolRule::Allow(pattern),
+                _ => ToolRule::Deny(pattern),
+            })
+        })
+        .collect()
+}
+
+/// Host names accepted in `Host`/`Origin` besides loopback, lower-cased because
+/// host names compare case-insensitively.
+fn allowed_hosts(entries: &[Entry]) -> Result<Vec<String>, ConfigError> {
+    let mut hosts: Vec<String> = Vec::new();
+    for e in entries.iter().filter(|e| !e.value.is_empty()) {
+        for item in values::comma_list(&e.at(), &e.value)? {
+            let ok = item
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+            if !ok {
+                return Err(ConfigError::bad_value(
+                    &e.at(),
+                    &e.value,
+                    format!("{item:?} is not a host name (no scheme, port or path)"),
+                ));
+            }
+            let host = item.to_ascii_lowercase();
+            if !hosts.contains(&host) {
+                hosts.push(host);
+            }
+        }
+    }
+    Ok(hosts)
+}
+
+fn decision_log(r: &Resolved) -> Result<DecisionLogSink, ConfigError> {
+    match r.get(Param::DecisionLog) {
+        None => Ok(DecisionLogSink::Stdout),
+        Some(e) if e.value == "stdout" => Ok(DecisionLogSink::Stdout),
+        Some(e) if e.value.is_empty() => Err(ConfigError::bad_value(
+            &e.at(),
+            &e.value,
+            "expected stdout or a file path",
+        )),
+        Some(e) => Ok(DecisionLogSink::File(PathBuf::from(&e.value))),
+    }
+}
+
+fn seal_key(r: &Resolved) -> Result<Option<Secret>, ConfigError> {
+    let Some(e) = r
+        .get(Param::ApprovalSealKey)
+        .filter(|e| !e.value.is_empty())
+    else {
+        return Ok(None);
+    };
+    if e.value.len() < MIN_SEAL_KEY_BYTES {
+        return Err(ConfigError::bad_value(
+            &e.at(),
+            &e.value,
+            format!("the key must be at least {MIN_SEAL_KEY_BYTES} bytes long"),
+        ));
+    }
+    Ok(Some(Secret::new(e.value.as_bytes().to_vec())))
+}
+
+fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
+    // TLSAccept=cert and LogType=file can only come from an entry, which the
+    // message points at.
+    if let Some(tls) = r.get(Param::TlsAccept)
+        && config.tls_accept == TlsAccept::Cert
+    {
+        for (param, value) in [
+            (Param::TlsCertFile, &config.tls_cert_file),
+            (Param::TlsKeyFile, &config.tls_key_file),
+        ] {
+            if value.is_none() {
+                let message = format!("{} is required when TLSAccept=cert", param.name());
+                return Err(ConfigError::conflict(&tls.at(), message));
+            }
+        }
+    }
+    if let Some(log) = r.get(Param::LogType)
+        && config.log_type == LogType::File
+        && config.log_file.is_none()
+    {
+        let message = "LogFile is required when LogType=file";
+        return Err(ConfigError::conflict(&log.at(), message));
+    }
+    let has_deny = config.tool_rules.iter().any(|rule| !rule.is_allow());
+    if let Some(first_allow) = r
+        .rules()
+        .iter()
+        .find(|e| matches!(e.param, Param::AllowTool | Param::AllowToolRegexp))
+        && !has_deny
+    {
+        let message = "allow rules need at least one DenyTool or DenyToolRegexp rule \
+                       (a tool no rule matches is allowed anyway)";
+        return Err(ConfigError::conflict(&first_allow.at(), message));
+    }
+    Ok(())
+}

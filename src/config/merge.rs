@@ -1,0 +1,186 @@
+//! Merging the three sources of parameters: the file, then `ZABBIX_MCP_GUARD_*`
+//! variables, then flags, each later source winning over the earlier ones.
+//!
+//! Single-valued parameters take the value of the highest source that sets them.
+//! `AllowedHost` takes the whole list of the highest source that sets it. Exposure
+//! rules from every source are kept, the higher source's rules first: rules are
+//! first-match, so that is what "winning" means for them.
+
+use std::collections::BTreeMap;
+
+use super::error::{At, ConfigError, Origin};
+use super::file::{self, Entry};
+use super::params::{Arity, Param};
+use super::{FlagValue, Sources};
+
+/// The merged parameters, ready to be turned into a `Config`.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    singles: BTreeMap<Param, Entry>,
+    rules: Vec<Entry>,
+    allowed_hosts: Vec<Entry>,
+}
+
+impl Resolved {
+    /// Reads the file (if any) and layers the environment and the flags over it.
+    pub fn from_sources(sources: &Sources) -> Result<Resolved, ConfigError> {
+        let file_entries = match &sources.config_file {
+            Some(path) => file::read(path, &sources.env)?,
+            None => Vec::new(),
+        };
+        let layers = [
+            file_entries,
+            env_entries(&sources.env),
+            flag_entries(&sources.flags)?,
+        ];
+        let mut resolved = Resolved::default();
+        for layer in layers {
+            resolved.apply(layer);
+        }
+        Ok(resolved)
+    }
+
+    fn apply(&mut self, layer: Vec<Entry>) {
+        let mut rules = Vec::new();
+        let mut hosts = Vec::new();
+        for entry in layer {
+            match entry.param.arity() {
+                Arity::Single => {
+                    self.singles.insert(entry.param, entry);
+                }
+                Arity::Rule => rules.push(entry),
+                Arity::List => hosts.push(entry),
+                // Includes were expanded while reading the file.
+                Arity::Include => {}
+            }
+        }
+        rules.append(&mut self.rules);
+        self.rules = rules;
+        if !hosts.is_empty() {
+            self.allowed_hosts = hosts;
+        }
+    }
+
+    /// The effective entry of a single-valued parameter.
+    pub fn get(&self, param: Param) -> Option<&Entry> {
+        self.singles.get(&param)
+    }
+
+    /// Exposure rule entries in effective (first-match) order.
+    pub fn rules(&self) -> &[Entry] {
+        &self.rules
+    }
+
+    pub fn allowed_hosts(&self) -> &[Entry] {
+        &self.allowed_hosts
+    }
+}
+
+/// Entries from `ZABBIX_MCP_GUARD_*` variables. Rule variables may hold several
+/// rules, one per line, because a regular expression may contain commas. Unknown
+/// variables with the prefix are ignored: other tools (tests, deployment scripts)
+/// share the prefix.
+fn env_entries(env: &BTreeMap<String, String>) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for param in Param::all().filter(|p| p.overridable()) {
+        let var = param.env_var();
+        let Some(value) = env.get(&var) else {
+            continue;
+        };
+        let origin = Origin::Env { var };
+        if param.arity() == Arity::Rule {
+            for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                entries.push(entry(param, line, origin.clone()));
+            }
+        } else {
+            entries.push(entry(param, value.trim(), origin));
+        }
+    }
+    entries
+}
+
+fn flag_entries(flags: &[FlagValue]) -> Result<Vec<Entry>, ConfigError> {
+    flags
+        .iter()
+        .map(|flag| {
+            let origin = Origin::Flag {
+                flag: format!("--{}", flag.param.flag()),
+            };
+            if !flag.param.overridable() {
+                let at = At::new(origin, flag.param);
+                return Err(ConfigError::conflict(
+                    &at,
+                    "allowed only in a configuration file",
+                ));
+            }
+            Ok(entry(flag.param, flag.value.trim(), origin))
+        })
+        .collect()
+}
+
+fn entry(param: Param, value: &str, origin: Origin) -> Entry {
+    Entry {
+        param,
+        value: value.to_owned(),
+        origin,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::Resolved;
+    use crate::config::error::Origin;
+    use crate::config::params::Param;
+    use crate::config::{FlagValue, Sources};
+
+    #[test]
+    fn env_rules_split_on_lines_and_flags_come_first() {
+        let env = BTreeMap::from([
+            (
+                Param::DenyTool.env_var(),
+                "item_get\n\n history_get \n".to_owned(),
+            ),
+            ("ZABBIX_MCP_GUARD_SOMETHING_ELSE".to_owned(), "x".to_owned()),
+        ]);
+        let sources = Sources {
+            config_file: None,
+            env,
+            flags: vec![FlagValue::new(Param::AllowTool, "item_get")],
+        };
+        let resolved = Resolved::from_sources(&sources).unwrap();
+        let rules: Vec<(&str, &str)> = resolved
+            .rules()
+            .iter()
+            .map(|e| (e.param.name(), e.value.as_str()))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                ("AllowTool", "item_get"),
+                ("DenyTool", "item_get"),
+                ("DenyTool", "history_get")
+            ]
+        );
+        assert_eq!(
+            resolved.rules()[0].origin,
+            Origin::Flag {
+                flag: "--allow-tool".into()
+            }
+        );
+    }
+
+    #[test]
+    fn include_is_not_a_flag() {
+        let sources = Sources {
+            flags: vec![FlagValue::new(Param::Include, "/etc")],
+            ..Sources::default()
+        };
+        let err = Resolved::from_sources(&sources).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "option --include: allowed only in a configuration file"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! The sidecar's configuration: the official Zabbix MCP server parameters plus ours,
+//! read from a Zabbix-style file, `ZABBIX_MCP_GUARD_*` variables and flags (in that
+//! order of precedence), validated once at start.
+
+mod build;
+mod error;
+mod file;
+mod merge;
+mod params;
+mod render;
+mod values;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use crate::exposure::ToolRule;
+
+pub use error::{At, ConfigError, Origin};
+pub use file::MAX_INCLUDE_DEPTH;
+pub use params::{ENV_PREFIX, Param};
+
+/// The effective configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `FrontendURL` as given; see [`Config::api_url`] for the JSON-RPC endpoint.
+    pub frontend_url: String,
+    pub allowed_ip: Vec<IpNet>,
+    pub allowed_ip_raw: String,
+    pub listen_ip: Vec<IpAddr>,
+    pub listen_port: u16,
+    pub tls_accept: TlsAccept,
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    /// Extra CA for the connection to Zabbix.
+    pub tls_ca_file: Option<PathBuf>,
+    pub ignore_url_cert_errors: bool,
+    pub timeout: Duration,
+    pub max_response_size: usize,
+    pub tool_prefix: String,
+    /// Exposure rules in first-match order.
+    pub tool_rules: Vec<ToolRule>,
+    /// `Host`/`Origin` names accepted besides loopback, lower-case.
+    pub allowed_hosts: Vec<String>,
+    pub log_type: LogType,
+    pub log_file: Option<PathBuf>,
+    pub log_file_size_mb: u32,
+    pub debug_level: u8,
+    pub pid_file: Option<PathBuf>,
+    pub policy_dir: PathBuf,
+    pub policy_mode: PolicyMode,
+    pub decision_log: DecisionLogSink,
+    pub session_mode: SessionMode,
+    pub approval_seal_key: Option<Secret>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsAccept {
+    Unencrypted,
+    Cert,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogType {
+    Console,
+    File,
+    System,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyMode {
+    Enforce,
+    DryRun,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecisionLogSink {
+    Stdout,
+    File(PathBuf),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionMode {
+    Stateless,
+    Stateful,
+}
+
+/// Secret bytes that never print: `Debug` and `Display` show `***`.
+#[derive(Clone)]
+pub struct Secret(Vec<u8>);
+
+/// Where the parameters come from; `Config::load` merges them.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    /// The `-c` file; none means flags and variables only.
+    pub config_file: Option<PathBuf>,
+    /// The environment: `ZABBIX_MCP_GUARD_*` overrides and `${NAME}` expansion.
+    pub env: BTreeMap<String, String>,
+    /// Flag values in command-line order.
+    pub flags: Vec<FlagValue>,
+}
+
+/// One parameter flag as given on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlagValue {
+    pub param: Param,
+    pub value: String,
+}
+
+impl Config {
+    /// The Zabbix JSON-RPC endpoint: `FrontendURL` itself when it names a `.php`
+    /// file, otherwise `FrontendURL` joined with `api_jsonrpc.php`.
+    pub fn api_url(&self) -> String {
+        let url = self.frontend_url.as_str();
+        if url.ends_with(".php") {
+            url.to_owned()
+        } else if url.ends_with('/') {
+            format!("{url}api_jsonrpc.php")
+        } else {
+            format!("{url}/api_jsonrpc.php")
+        }
+    }
+
+    /// A configuration with every default and the two mandatory parameters.
+    pub fn new(frontend_url: &str, allowed_ip: &str) -> Result<Config, ConfigError> {
+        Config::load(&Sources {
+            config_file: None,
+            env: BTreeMap::new(),
+            flags: vec![
+                FlagValue::new(Param::FrontendUrl, frontend_url),
+                FlagValue::new(Param::AllowedIp, allowed_ip),
+            ],
+        })
+    }
+
+    /// Reads, merges and validates all sources.
+    pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
+        let resolved = merge::Resolved::from_sources(sources)?;
+        build::build(&resolved)
+    }
+
+    /// Every parameter with its effective value, one `Name=value` per line, secrets
+    /// masked (for `-T`).
+    pub fn render_effective(&self) -> String {
+        render::render(self)
+    }
+}
+
+impl TlsAccept {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsAccept::Unencrypted => "unencrypted",
+            TlsAccept::Cert => "cert",
+        }
+    }
+}
+
+impl LogType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogType::Console => "console",
+            LogType::File => "file",
+            LogType::System => "system",
+        }
+    }
+}
+
+impl PolicyMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyMode::Enforce => "enforce",
+            PolicyMode::DryRun => "dry-run",
+        }
+    }
+}
+
+impl SessionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionMode::Stateless => "stateless",
+            SessionMode::Stateful => "stateful",
+        }
+    }
+}
+
+impl fmt::Display for DecisionLogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecisionLogSink::Stdout => f.write_str("stdout"),
+            DecisionLogSink::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+impl Secret {
+    pub fn new(bytes: Vec<u8>) -> Secret {
+        Secret(bytes)
+    }
+
+    /// The secret bytes; callers must not log them.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Sources {
+    /// Sources with a snapshot of the process environment. Variables that are not
+    /// valid UTF-8 are skipped; they cannot be parameter values.
+    pub fn from_process_env(config_file: Option<PathBuf>, flags: Vec<FlagValue>) -> Sources {
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        Sources {
+            config_file,
+            env,
+            flags,
+        }
+    }
+}
+
+impl FlagValue {
+    pub fn new(param: Param, value: impl Into<String>) -> FlagValue {
+        FlagValue {
+            param,
+            value: value.into(),
+        }
+    }
+}

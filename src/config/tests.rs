@@ -1,0 +1,413 @@
+//! Loading tests that go through real files: every parameter, includes, expansion,
+//! errors with their file and line, precedence and rendering.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::{
+    Config, ConfigError, DecisionLogSink, FlagValue, LogType, Param, PolicyMode, SessionMode,
+    Sources, TlsAccept,
+};
+use crate::exposure::Exposure;
+
+const KEY: &str = "0123456789abcdef0123456789abcdef-secret";
+
+/// A directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("zmg-config-{}-{n}-{name}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sources(file: &Path) -> Sources {
+    Sources {
+        config_file: Some(file.to_owned()),
+        ..Sources::default()
+    }
+}
+
+fn load_text(dir: &TempDir, text: &str) -> Result<Config, ConfigError> {
+    Config::load(&sources(&dir.write("main.conf", text)))
+}
+
+const BASE: &str = "FrontendURL=https://zabbix.example.com\nAllowedIP=127.0.0.1\n";
+
+#[test]
+fn defaults() {
+    let c = Config::new("http://127.0.0.1:8081/api_jsonrpc.php", "127.0.0.1,::1").unwrap();
+    assert_eq!(c.listen_ip, [std::net::IpAddr::from([0, 0, 0, 0])]);
+    assert_eq!(c.listen_port, 8443);
+    assert_eq!(c.tls_accept, TlsAccept::Unencrypted);
+    assert_eq!(c.timeout, Duration::from_secs(10));
+    assert_eq!(c.max_response_size, 65536);
+    assert_eq!(c.tool_prefix, "");
+    assert!(c.tool_rules.is_empty());
+    assert!(c.allowed_hosts.is_empty());
+    assert!(!c.ignore_url_cert_errors);
+    assert_eq!(c.log_type, LogType::Console);
+    assert_eq!((c.log_file_size_mb, c.debug_level), (1, 3));
+    assert_eq!(c.policy_dir, PathBuf::from("policies"));
+    assert_eq!(c.policy_mode, PolicyMode::Enforce);
+    assert_eq!(c.decision_log, DecisionLogSink::Stdout);
+    assert_eq!(c.session_mode, SessionMode::Stateless);
+    assert!(c.approval_seal_key.is_none() && c.pid_file.is_none());
+    assert_eq!(c.allowed_ip_raw, "127.0.0.1,::1");
+    assert_eq!(c.api_url(), "http://127.0.0.1:8081/api_jsonrpc.php");
+}
+
+#[test]
+fn api_url_joins_the_endpoint() {
+    let url = |u: &str| Config::new(u, "::1").unwrap().api_url();
+    assert_eq!(
+        url("https://z.example.com"),
+        "https://z.example.com/api_jsonrpc.php"
+    );
+    assert_eq!(
+        url("https://z.example.com/zabbix/"),
+        "https://z.example.com/zabbix/api_jsonrpc.php"
+    );
+    assert_eq!(
+        url("https://z.example.com/zabbix/api_jsonrpc.php"),
+        "https://z.example.com/zabbix/api_jsonrpc.php"
+    );
+}
+
+#[test]
+fn every_parameter_from_a_file() {
+    let dir = TempDir::new("all");
+    let cert = dir.write("tls/cert.pem", "x");
+    let key = dir.write("tls/key.pem", "x");
+    let ca = dir.write("tls/ca.pem", "x");
+    let text = format!(
+        "# comment\n\n{BASE}ListenIP=127.0.0.1, ::1\nListenPort=9443\nTLSAccept=cert\n\
+         TLSCertFile={}\nTLSKeyFile={}\nTLSCAFile={}\nIgnoreURLCertErrors=1\nTimeout=30\n\
+         MaxResponseSize=256K\nToolPrefix=zbx_\nAllowTool=host_get\nDenyToolRegexp=_get$\n\
+         AllowToolRegexp=^problem\nDenyTool=*\nAllowedHost=MCP.example.com, mcp2\n\
+         AllowedHost=mcp3\nLogType=file\nLogFile=/var/log/g.log\nLogFileSize=0\nDebugLevel=5\n\
+         PidFile=/run/g.pid\nPolicyDir=/etc/g/policies\nPolicyMode=dry-run\n\
+         DecisionLog=/var/log/decisions.jsonl\nSessionMode=stateful\nApprovalSealKey={KEY}\n",
+        cert.display(),
+        key.display(),
+        ca.display()
+    );
+    let c = load_text(&dir, &text).unwrap();
+    assert_eq!(c.listen_ip.len(), 2);
+    assert_eq!(c.listen_port, 9443);
+    assert_eq!(c.tls_accept, TlsAccept::Cert);
+    assert_eq!(
+        (c.tls_cert_file, c.tls_key_file, c.tls_ca_file),
+        (Some(cert), Some(key), Some(ca))
+    );
+    assert!(c.ignore_url_cert_errors);
+    assert_eq!(c.timeout, Duration::from_secs(30));
+    assert_eq!(c.max_response_size, 262144);
+    let rules: Vec<String> = c.tool_rules.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        rules,
+        [
+            "AllowTool=host_get",
+            "DenyToolRegexp=_get$",
+            "AllowToolRegexp=^problem",
+            "DenyTool=*"
+        ]
+    );
+    let exposure = Exposure::new(c.tool_prefix.clone(), c.tool_rules.clone());
+    assert!(exposure.allows("host_get") && exposure.allows("problem_close"));
+    assert!(!exposure.allows("problem_get") && !exposure.allows("maintenance_create"));
+    assert_eq!(exposure.exposed_name("host_get"), "zbx_host_get");
+    assert_eq!(c.allowed_hosts, ["mcp.example.com", "mcp2", "mcp3"]);
+    assert_eq!(c.log_type, LogType::File);
+    assert_eq!(c.log_file, Some(PathBuf::from("/var/log/g.log")));
+    assert_eq!((c.log_file_size_mb, c.debug_level), (0, 5));
+    assert_eq!(c.pid_file, Some(PathBuf::from("/run/g.pid")));
+    assert_eq!(c.policy_dir, PathBuf::from("/etc/g/policies"));
+    assert_eq!(c.policy_mode, PolicyMode::DryRun);
+    assert_eq!(
+        c.decision_log,
+        DecisionLogSink::File("/var/log/decisions.jsonl".into())
+    );
+    assert_eq!(c.session_mode, SessionMode::Stateful);
+    assert_eq!(
+        c.approval_seal_key.as_ref().map(|k| k.expose().to_vec()),
+        Some(KEY.as_bytes().to_vec())
+    );
+}
+
+#[test]
+fn includes_files_directories_and_patterns() {
+    let dir = TempDir::new("include");
+    dir.write("conf.d/20-b.conf", "DenyTool=b\n");
+    dir.write("conf.d/10-a.conf", "DenyTool=a\n");
+    dir.write("conf.d/30-c.conf.bak", "DenyTool=bak\n");
+    dir.write("all/2", "DenyTool=all2\n");
+    dir.write("all/1", "DenyTool=all1\n");
+    dir.write("one.conf", "DenyTool=one\nInclude=all\n");
+    let main = format!(
+        "{BASE}Include=one.conf\nInclude={}/conf.d/*.conf\nDenyTool=last\n",
+        dir.0.display()
+    );
+    let c = load_text(&dir, &main).unwrap();
+    let rules: Vec<&str> = c.tool_rules.iter().map(|r| r.pattern().as_str()).collect();
+    assert_eq!(rules, ["one", "all1", "all2", "a", "b", "last"]);
+    // A pattern in a missing directory or a missing file is an error; a pattern
+    // matching nothing in an existing directory is not.
+    assert!(load_text(&dir, &format!("{BASE}Include=none/*.conf\n")).is_err());
+    let dir_ok = format!("{BASE}Include=conf.d/*.none\n");
+    assert!(load_text(&dir, &dir_ok).unwrap().tool_rules.is_empty());
+    let err = load_text(&dir, &format!("{BASE}Include=missing.conf\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}:3: Include: ",
+            dir.0.join("main.conf").display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn include_cycles_hit_the_depth_limit() {
+    let dir = TempDir::new("cycle");
+    dir.write("loop.conf", "Include=loop.conf\n");
+    let err = load_text(&dir, &format!("{BASE}Include=loop.conf\n")).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::IncludeDepth { limit: 10, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn expands_environment_variables_in_values() {
+    let dir = TempDir::new("expand");
+    let file = dir.write(
+        "main.conf",
+        "FrontendURL=https://${ZBX_HOST}/\nAllowedIP=${NETS}\n",
+    );
+    let env = BTreeMap::from([
+        ("ZBX_HOST".to_owned(), "zabbix.example.com".to_owned()),
+        ("NETS".to_owned(), "10.0.0.0/8".to_owned()),
+    ]);
+    let c = Config::load(&Sources {
+        env,
+        ..sources(&file)
+    })
+    .unwrap();
+    assert_eq!(c.frontend_url, "https://zabbix.example.com/");
+    assert_eq!(c.allowed_ip_raw, "10.0.0.0/8");
+    let err = Config::load(&sources(&file)).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}:1: FrontendURL: environment variable ZBX_HOST is not defined",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn errors_name_file_line_and_parameter() {
+    let dir = TempDir::new("errors");
+    let path = dir.0.join("main.conf");
+    let p = path.display();
+    let cases = [
+        (format!("{BASE}Timeout=45\n"), format!("{p}:3: Timeout: value 45 is out of range 3-30")),
+        (format!("{BASE}\nNoSuch=1\n"), format!("{p}:4: unknown parameter NoSuch")),
+        (format!("{BASE}ListenPort=80\n"), format!("{p}:3: ListenPort: value 80 is out of range 1024-32767")),
+        (format!("{BASE}MaxResponseSize=8K\n"), format!("{p}:3: MaxResponseSize: value 8K is out of range 16K-256K")),
+        (format!("{BASE}DebugLevel=6\n"), format!("{p}:3: DebugLevel: value 6 is out of range 0-5")),
+        (format!("{BASE}LogFileSize=1025\n"), format!("{p}:3: LogFileSize: value 1025 is out of range 0-1024")),
+        (format!("{BASE}TLSAccept=psk\n"), format!("{p}:3: TLSAccept: invalid value \"psk\": expected one of unencrypted, cert")),
+        (format!("{BASE}IgnoreURLCertErrors=yes\n"), format!("{p}:3: IgnoreURLCertErrors: invalid value \"yes\": expected 0 or 1")),
+        (format!("{BASE}Timeout=5\nTimeout=6\n"), format!("{p}:4: Timeout: the parameter is given more than once (first at {p}:3)")),
+        (format!("{BASE}just text\n"), format!("{p}:3: expected Parameter=value, found \"just text\"")),
+        ("AllowedIP=::1\n".to_owned(), "missing mandatory parameter FrontendURL: set it in the configuration file, with --frontend-url or with ZABBIX_MCP_GUARD_FRONTEND_URL".to_owned()),
+        (format!("{BASE}DenyToolRegexp=(\n"), format!("{p}:3: DenyToolRegexp: invalid value \"(\": invalid regular expression: ")),
+        (format!("{BASE}AllowTool=host_get\n"), format!("{p}:3: AllowTool: allow rules need at least one DenyTool")),
+        (format!("{BASE}TLSAccept=cert\n"), format!("{p}:3: TLSAccept: TLSCertFile is required when TLSAccept=cert")),
+        (format!("{BASE}LogType=file\n"), format!("{p}:3: LogType: LogFile is required when LogType=file")),
+        (format!("{BASE}TLSCAFile=/no/such/ca.pem\n"), format!("{p}:3: TLSCAFile: invalid value \"/no/such/ca.pem\": no such file")),
+        (format!("{BASE}ToolPrefix=a b\n"), format!("{p}:3: ToolPrefix: invalid value \"a b\"")),
+        (format!("{BASE}ApprovalSealKey=short\n"), format!("{p}:3: ApprovalSealKey: invalid value \"***\": the key must be at least 32 bytes long")),
+        (format!("{BASE}frontendurl=x\n"), format!("{p}:3: unknown parameter frontendurl")),
+    ];
+    for (text, expected) in cases {
+        let err = load_text(&dir, &text).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&expected),
+            "\n got: {err}\nwant: {expected}"
+        );
+    }
+}
+
+#[test]
+fn repeats_across_includes_and_encoding_errors() {
+    let dir = TempDir::new("repeat");
+    let inc = dir.write("inc.conf", "\nTimeout=4\n");
+    let err = load_text(&dir, &format!("{BASE}Timeout=3\nInclude=inc.conf\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}:2: Timeout: the parameter is given more than once",
+            inc.display()
+        )),
+        "{err}"
+    );
+    let bom = dir.write("bom.conf", &format!("\u{feff}{BASE}"));
+    let err = Config::load(&sources(&bom)).unwrap_err();
+    assert!(matches!(err, ConfigError::Bom { .. }), "{err}");
+    let latin1 = dir.0.join("latin1.conf");
+    fs::write(&latin1, b"FrontendURL=https://z\nToolPrefix=\xe9\n").unwrap();
+    let err = Config::load(&sources(&latin1)).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("{}:2: the line is not valid UTF-8", latin1.display())
+    );
+    let err = Config::load(&sources(&dir.0.join("absent.conf")))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("cannot read "), "{err}");
+}
+
+#[test]
+fn flags_win_over_variables_and_variables_over_the_file() {
+    let dir = TempDir::new("precedence");
+    let file = dir.write(
+        "main.conf",
+        &format!(
+            "{BASE}Timeout=5\nListenPort=2000\nDebugLevel=1\nDenyTool=file_rule\nAllowedHost=file\n"
+        ),
+    );
+    let env = BTreeMap::from([
+        (Param::Timeout.env_var(), "6".to_owned()),
+        (Param::ListenPort.env_var(), "3000".to_owned()),
+        (Param::DenyTool.env_var(), "env_rule".to_owned()),
+        (Param::AllowedHost.env_var(), "env1,env2".to_owned()),
+    ]);
+    let flags = vec![
+        FlagValue::new(Param::Timeout, "7"),
+        FlagValue::new(Param::AllowTool, "file_rule"),
+    ];
+    let c = Config::load(&Sources {
+        env: env.clone(),
+        flags,
+        ..sources(&file)
+    })
+    .unwrap();
+    assert_eq!(c.timeout, Duration::from_secs(7));
+    assert_eq!(c.listen_port, 3000);
+    assert_eq!(c.debug_level, 1);
+    let rules: Vec<String> = c.tool_rules.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        rules,
+        [
+            "AllowTool=file_rule",
+            "DenyTool=env_rule",
+            "DenyTool=file_rule"
+        ]
+    );
+    assert_eq!(c.allowed_hosts, ["env1", "env2"]);
+    // An environment error names the variable.
+    let env = BTreeMap::from([(Param::ListenPort.env_var(), "x".to_owned())]);
+    let err = Config::load(&Sources {
+        env,
+        ..sources(&file)
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        err,
+        "environment variable ZABBIX_MCP_GUARD_LISTEN_PORT: invalid value \"x\": expected an integer"
+    );
+}
+
+#[test]
+fn rendering_masks_the_secret() {
+    let flags = vec![
+        FlagValue::new(Param::FrontendUrl, "https://z.example.com"),
+        FlagValue::new(Param::AllowedIp, "127.0.0.1,::1"),
+        FlagValue::new(Param::ApprovalSealKey, KEY),
+        FlagValue::new(Param::DenyTool, "item_get"),
+    ];
+    let c = Config::load(&Sources {
+        flags,
+        ..Sources::default()
+    })
+    .unwrap();
+    let text = c.render_effective();
+    assert!(!text.contains(KEY), "{text}");
+    assert!(!format!("{c:?}").contains(KEY));
+    for line in [
+        "FrontendURL=https://z.example.com",
+        "AllowedIP=127.0.0.1,::1",
+        "ListenIP=0.0.0.0",
+        "ListenPort=8443",
+        "MaxResponseSize=64K",
+        "DenyTool=item_get",
+        "ApprovalSealKey=***",
+        "DecisionLog=stdout",
+        "# Zabbix API URL: https://z.example.com/api_jsonrpc.php",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    // Every other parameter is printed; rules only when present.
+    let rules = [
+        Param::AllowTool,
+        Param::AllowToolRegexp,
+        Param::DenyToolRegexp,
+    ];
+    for param in Param::all().filter(|p| p.overridable() && !rules.contains(p)) {
+        assert!(text.contains(&format!("{}=", param.name())), "{param:?}");
+    }
+}
+
+#[test]
+fn shipped_example_is_valid() {
+    let dir = TempDir::new("example");
+    let file = dir.write(
+        "zabbix_mcp_guard.conf",
+        include_str!("../../examples/zabbix_mcp_guard.conf"),
+    );
+    let c = Config::load(&sources(&file)).unwrap();
+    assert_eq!(c.api_url(), "http://127.0.0.1:8081/api_jsonrpc.php");
+    assert_eq!(c.allowed_ip_raw, "127.0.0.1,::1");
+    let denied: Vec<&str> = c.tool_rules.iter().map(|r| r.pattern().as_str()).collect();
+    assert_eq!(
+        denied,
+        [
+            "item_get",
+            "lld_get",
+            "interface_get",
+            "macro_get",
+            "history_get"
+        ]
+    );
+    assert!(c.tool_rules.iter().all(|r| !r.is_allow()));
+}

@@ -1,0 +1,17 @@
+//! zabbix-mcp-guard: a policy-enforcing MCP sidecar in front of the Zabbix API.
+//!
+//! The request path, one module per step: `server` (HTTP, AllowedIP, TLS) → `mcp` (rmcp
+//! handler) → caller resolution (`zabbix::caller`) → `catalog` (tool definitions and
+//! argument validation) → `exposure` (ToolPrefix, allow/deny rules) → `zabbix` (JSON-RPC
+//! client) → `response` (envelope and truncation).
+
+pub mod app;
+pub mod catalog;
+pub mod cli;
+pub mod config;
+pub mod exposure;
+pub mod mcp;
+pub mod response;
+pub mod server;
+pub mod telemetry;
+pub mod zabbix;

@@ -1,0 +1,92 @@
+//! The one mapping from internal errors to what an MCP client sees: tool failures are tool
+//! results with `isError: true` and a structured body `{code, message, data?, decision_id?}`;
+//! protocol-level problems are JSON-RPC errors.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::CallToolResult;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::ArgError;
+use crate::response::ResponseError;
+use crate::zabbix::ZabbixError;
+
+/// Why a tool call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(#[from] ArgError),
+    #[error(transparent)]
+    Zabbix(#[from] ZabbixError),
+    #[error(transparent)]
+    Response(#[from] ResponseError),
+    #[error("{message}")]
+    Unsupported { message: String },
+    #[error("the request reached the tool without a resolved caller")]
+    NoCaller,
+}
+
+impl ToolError {
+    /// The stable error code agents and SIEM rules match on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidArguments(_) => "invalid_arguments",
+            ToolError::Zabbix(z) => match z {
+                ZabbixError::Api { .. } => "zabbix_error",
+                ZabbixError::Timeout(_) => "upstream_timeout",
+                ZabbixError::Unavailable(_)
+                | ZabbixError::HttpStatus(_)
+                | ZabbixError::BadResponse(_) => "upstream_unavailable",
+                ZabbixError::Unsupported { .. } => "unsupported_version",
+                ZabbixError::BadUrl { .. } | ZabbixError::Tls(_) => "internal_error",
+            },
+            ToolError::Unsupported { .. } => "unsupported_version",
+            ToolError::Response(_) | ToolError::NoCaller => "internal_error",
+        }
+    }
+
+    /// The structured error body.
+    pub fn body(&self, decision_id: Option<&str>) -> Value {
+        let mut body = Map::new();
+        body.insert("code".into(), json!(self.code()));
+        let message = match self {
+            ToolError::InvalidArguments(e) => e.to_string(),
+            other => other.to_string(),
+        };
+        body.insert("message".into(), json!(message));
+        if let ToolError::Zabbix(ZabbixError::Api {
+            code,
+            message,
+            data,
+        }) = self
+        {
+            // Zabbix's own error, unchanged.
+            body.insert(
+                "data".into(),
+                json!({"code": code, "message": message, "data": data}),
+            );
+        }
+        if let Some(id) = decision_id {
+            body.insert("decision_id".into(), json!(id));
+        }
+        Value::Object(body)
+    }
+
+    pub fn into_result(self, decision_id: Option<&str>) -> CallToolResult {
+        CallToolResult::structured_error(self.body(decision_id))
+    }
+}
+
+/// A tool name that is not offered to this caller: the same answer as a tool that does
+/// not exist, so denied tools cannot be discovered by probing.
+pub fn unknown_tool(name: &str) -> McpError {
+    McpError::invalid_params(format!("unknown tool: {name}"), None)
+}
+
+/// A resource that does not exist or that the caller may not see (deliberately the same).
+pub fn resource_not_found(uri: &str) -> McpError {
+    McpError::resource_not_found(format!("resource not found: {uri}"), None)
+}
+
+pub fn internal(message: impl std::fmt::Display) -> McpError {
+    McpError::internal_error(message.to_string(), None)
+}

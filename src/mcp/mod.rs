@@ -1,0 +1,143 @@
+//! The MCP surface: an rmcp `ServerHandler` whose tools and resources come from the
+//! catalog. The caller (resolved by the server layer) arrives in the HTTP request parts.
+
+pub mod errors;
+pub mod resources;
+pub mod tools;
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use tracing::Instrument;
+
+use crate::app::App;
+use crate::mcp::errors::{ToolError, internal, unknown_tool};
+use crate::zabbix::Caller;
+
+/// One handler per MCP session (or per request when stateless); all share the app.
+#[derive(Clone)]
+pub struct GuardHandler {
+    app: Arc<App>,
+}
+
+impl GuardHandler {
+    pub fn new(app: Arc<App>) -> Self {
+        Self { app }
+    }
+}
+
+fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| internal(ToolError::NoCaller))
+}
+
+const INSTRUCTIONS: &str = "Zabbix monitoring data through a policy-enforcing gateway. Read tools \
+return {results, count, truncated, truncated_by, limit, note}; when truncated, narrow the query \
+(there is no paging). Results of hosts, host groups, templates, template groups, items and \
+triggers carry a `uri` readable as a resource. Denied calls return a decision_id.";
+
+impl ServerHandler for GuardHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "zabbix-mcp-guard",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self.app.tool_list().await.map_err(internal)?;
+        Ok(ListToolsResult::with_all_items(tools.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caller = caller(&context)?;
+        let tools = self.app.tool_list().await.map_err(internal)?;
+        let Some(def) = tools.find(&request.name) else {
+            return Err(unknown_tool(&request.name));
+        };
+        let span = tracing::info_span!(
+            "tool_call",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = def.name,
+            zabbix.method = def.method.as_str(),
+            user.id = %caller.identity.userid,
+            token_id = %caller.token_id,
+        );
+        let result = tools::call_read(
+            &self.app,
+            &caller,
+            def,
+            request.arguments.as_ref(),
+            tools.version,
+        )
+        .instrument(span.clone())
+        .await;
+        Ok(match result {
+            Ok(result) => result,
+            Err(error) => {
+                span.in_scope(|| {
+                    tracing::info!(error.code = error.code(), error = %error, "tool call failed");
+                });
+                error.into_result(None)
+            }
+        }
+        .into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(resources::list())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let tools = self.app.tool_list().await.map_err(internal)?;
+        Ok(resources::templates(&tools))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let caller = caller(&context)?;
+        let tools = self.app.tool_list().await.map_err(internal)?;
+        let span = tracing::info_span!("resource_read", mcp.method.name = "resources/read");
+        resources::read(&self.app, &caller, &tools, &request.uri)
+            .instrument(span)
+            .await
+            .map(Into::into)
+    }
+}

@@ -1,0 +1,142 @@
+//! resources/list, resources/templates/list and resources/read: `zabbix://about` and the
+//! `zabbix://<kind>/<id>` entity records. A missing entity, one the caller cannot see, and
+//! one whose tool is not exposed all read as "resource not found".
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate,
+};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::catalog::{self, ResourceKind, params};
+use crate::mcp::errors::{internal, resource_not_found};
+use crate::mcp::tools::ToolList;
+use crate::zabbix::{Caller, ZabbixError};
+
+pub const ABOUT_URI: &str = "zabbix://about";
+const JSON: &str = "application/json";
+
+pub fn list() -> ListResourcesResult {
+    let about = Resource::new(ABOUT_URI, "about")
+        .with_title("About this Zabbix MCP server")
+        .with_description(
+            "Zabbix API URL and version, the identity your token resolves to, and the tools \
+             exposed to you.",
+        )
+        .with_mime_type(JSON);
+    ListResourcesResult::with_all_items(vec![about])
+}
+
+pub fn templates(tools: &ToolList) -> ListResourceTemplatesResult {
+    let mut out = Vec::new();
+    for kind in ResourceKind::ALL {
+        let Some(def) = catalog::for_resource(kind) else {
+            continue;
+        };
+        let Some(resource) = def.resource() else {
+            continue;
+        };
+        if !tools.offers(def.name) {
+            continue;
+        }
+        out.push(
+            ResourceTemplate::new(format!("zabbix://{}/{{id}}", kind.as_str()), kind.as_str())
+                .with_description(resource.description)
+                .with_mime_type(JSON),
+        );
+    }
+    ListResourceTemplatesResult::with_all_items(out)
+}
+
+pub async fn read(
+    app: &App,
+    caller: &Caller,
+    tools: &ToolList,
+    uri: &str,
+) -> Result<ReadResourceResult, McpError> {
+    if uri == ABOUT_URI {
+        return text(uri, &about(app, caller, tools));
+    }
+    let Some((kind, id)) = parse(uri) else {
+        return Err(resource_not_found(uri));
+    };
+    let Some(def) = catalog::for_resource(kind).filter(|d| tools.offers(d.name)) else {
+        return Err(resource_not_found(uri));
+    };
+    let (Some(query), Some(resource)) = (def.query.as_ref(), def.resource()) else {
+        return Err(resource_not_found(uri));
+    };
+    let request = params::resource_params(query, resource, id, tools.version);
+    let result = app
+        .zabbix
+        .call(def.method, &request, Some((&caller.token, tools.version)))
+        .await;
+    let mut record = match result {
+        Ok(Value::Array(mut list)) if !list.is_empty() => list.swap_remove(0),
+        Ok(_) => return Err(resource_not_found(uri)),
+        // Zabbix rejects some IDs outright (out of range): still "not found" to the agent.
+        Err(ZabbixError::Api { .. }) => return Err(resource_not_found(uri)),
+        Err(other) => return Err(internal(other)),
+    };
+    params::shape_record(
+        &mut record,
+        resource.selects,
+        query.id_field,
+        Some(kind),
+        tools.version,
+    );
+    text(uri, &record)
+}
+
+fn parse(uri: &str) -> Option<(ResourceKind, &str)> {
+    let rest = uri.strip_prefix("zabbix://")?;
+    let (kind, id) = rest.split_once('/')?;
+    let kind = ResourceKind::parse(kind)?;
+    let valid = !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit());
+    valid.then_some((kind, id))
+}
+
+fn about(app: &App, caller: &Caller, tools: &ToolList) -> Value {
+    json!({
+        "server": {"name": "zabbix-mcp-guard", "version": env!("CARGO_PKG_VERSION")},
+        "api_url": app.zabbix.api_url(),
+        "frontend_url": app.config.frontend_url,
+        "zabbix_version": tools.version.to_string(),
+        "identity": {
+            "userid": caller.identity.userid,
+            "username": caller.identity.username,
+            "type": caller.identity.user_type,
+            "roleid": caller.identity.roleid,
+            "usrgrps": caller.identity.usrgrps,
+            "token_id": caller.token_id,
+        },
+        "tools": tools.exposed_names(),
+    })
+}
+
+fn text(uri: &str, value: &Value) -> Result<ReadResourceResult, McpError> {
+    let body = serde_json::to_string(value).map_err(internal)?;
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(body, uri).with_mime_type(JSON),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+    use crate::catalog::ResourceKind;
+
+    #[test]
+    fn parses_entity_uris() {
+        assert_eq!(
+            parse("zabbix://host/10084"),
+            Some((ResourceKind::Host, "10084"))
+        );
+        assert_eq!(parse("zabbix://host/abc"), None);
+        assert_eq!(parse("zabbix://hosts/1"), None);
+        assert_eq!(parse("zabbix://host/"), None);
+        assert_eq!(parse("http://host/1"), None);
+    }
+}

@@ -1,0 +1,116 @@
+//! HTTP routing: `/healthz`, `/readyz`, and `/mcp` (authenticated, then handed to rmcp).
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use serde_json::json;
+use tower_service::Service;
+
+use crate::app::App;
+use crate::mcp::GuardHandler;
+use crate::server::guard::{self, GuardError};
+use crate::zabbix::CallerError;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// rmcp's service in the session mode the configuration asks for.
+#[derive(Clone)]
+pub enum McpEndpoint {
+    Stateless(StreamableHttpService<GuardHandler, NeverSessionManager>),
+    Stateful(StreamableHttpService<GuardHandler, LocalSessionManager>),
+}
+
+impl McpEndpoint {
+    async fn call(&self, request: Request<Incoming>) -> Response<Body> {
+        let result = match self {
+            McpEndpoint::Stateless(service) => service.clone().call(request).await,
+            McpEndpoint::Stateful(service) => service.clone().call(request).await,
+        };
+        match result {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
+pub async fn handle(
+    app: Arc<App>,
+    mcp: McpEndpoint,
+    mut request: Request<Incoming>,
+    peer: IpAddr,
+) -> Response<Body> {
+    match (request.method(), request.uri().path()) {
+        (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
+        (&Method::GET, "/readyz") => readiness(&app).await,
+        (_, "/mcp") => match guard::authenticate(&app, request.headers(), peer).await {
+            Ok(caller) => {
+                request.extensions_mut().insert(caller);
+                mcp.call(request).await
+            }
+            Err(error) => refused(&error),
+        },
+        _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
+    }
+}
+
+async fn readiness(app: &App) -> Response<Body> {
+    match app.zabbix.refresh_version().await {
+        Ok(version) => json_response(
+            StatusCode::OK,
+            &json!({"status": "ready", "zabbix_version": version.to_string()}),
+        ),
+        Err(error) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "not ready", "reason": error.to_string()}),
+        ),
+    }
+}
+
+/// 401 for a missing or rejected token (with the challenge MCP clients expect), 503 when
+/// Zabbix could not be asked.
+fn refused(error: &GuardError) -> Response<Body> {
+    let (status, challenge) = match error {
+        GuardError::MissingToken => (
+            StatusCode::UNAUTHORIZED,
+            "Bearer realm=\"zabbix-mcp-guard\"".to_owned(),
+        ),
+        GuardError::MalformedToken | GuardError::Caller(CallerError::InvalidToken(_)) => (
+            StatusCode::UNAUTHORIZED,
+            "Bearer realm=\"zabbix-mcp-guard\", error=\"invalid_token\"".to_owned(),
+        ),
+        GuardError::Caller(CallerError::Upstream(_)) => {
+            return json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "upstream_unavailable", "message": error.to_string()}),
+            );
+        }
+    };
+    tracing::info!(http.response.status_code = status.as_u16(), reason = %error, "request refused");
+    let mut response = json_response(
+        status,
+        &json!({"error": "unauthorized", "message": error.to_string()}),
+    );
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

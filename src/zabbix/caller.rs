@@ -1,0 +1,192 @@
+//! The caller: the Zabbix API token an agent presents and the Zabbix user it belongs to.
+//!
+//! The token's owner is resolved with `user.checkAuthentication {token}` and cached by a
+//! hash of the token, so Zabbix is asked once per token per TTL. The token itself is never
+//! printed: `ApiToken`'s Debug masks it, and logs carry only `token_id` (a hash prefix).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::HeaderValue;
+use moka::future::Cache;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::zabbix::client::ZabbixClient;
+use crate::zabbix::error::ZabbixError;
+use crate::zabbix::method::Method;
+
+/// A Zabbix API token as presented by the agent.
+#[derive(Clone)]
+pub struct ApiToken(Arc<str>);
+
+/// The Zabbix user a token belongs to, as the policy sees it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Identity {
+    pub userid: String,
+    pub username: String,
+    /// Zabbix user type: 1 user, 2 admin, 3 super admin.
+    #[serde(rename = "type")]
+    pub user_type: i64,
+    pub roleid: String,
+    /// Names of the user's groups (empty when the token may not read them).
+    pub usrgrps: Vec<String>,
+}
+
+/// Everything known about the caller of one HTTP request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub token: ApiToken,
+    /// A short SHA-256 prefix of the token, safe to log.
+    pub token_id: String,
+    pub identity: Arc<Identity>,
+    pub address: IpAddr,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallerError {
+    #[error("the Zabbix API token was not accepted by Zabbix: {0}")]
+    InvalidToken(String),
+    #[error(transparent)]
+    Upstream(ZabbixError),
+}
+
+/// Resolves tokens to identities, with a bounded, short-lived cache.
+pub struct CallerResolver {
+    cache: Cache<[u8; 32], Arc<Identity>>,
+}
+
+impl ApiToken {
+    pub fn new(token: String) -> Self {
+        Self(Arc::from(token))
+    }
+
+    /// The token text, for the one place that sends it to Zabbix.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn digest(&self) -> [u8; 32] {
+        Sha256::digest(self.0.as_bytes()).into()
+    }
+
+    /// A 16-hex-digit prefix of the SHA-256 of the token: identifies it in logs.
+    pub fn id(&self) -> String {
+        hex::encode(&self.digest()[..8])
+    }
+
+    pub fn bearer_header(&self) -> Result<HeaderValue, ZabbixError> {
+        let mut value = HeaderValue::try_from(format!("Bearer {}", self.0))
+            .map_err(|_| ZabbixError::BadResponse("token is not a valid header value".into()))?;
+        value.set_sensitive(true);
+        Ok(value)
+    }
+}
+
+impl std::fmt::Debug for ApiToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiToken(***)")
+    }
+}
+
+impl CallerResolver {
+    pub fn new(capacity: u64, ttl: Duration) -> Self {
+        Self {
+            cache: Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(ttl)
+                .build(),
+        }
+    }
+
+    /// The identity behind `token`; concurrent lookups of one token share one Zabbix call.
+    pub async fn resolve(
+        &self,
+        client: &ZabbixClient,
+        token: &ApiToken,
+    ) -> Result<Arc<Identity>, CallerError> {
+        self.cache
+            .try_get_with(token.digest(), lookup(client, token))
+            .await
+            .map_err(|e| match e.as_ref() {
+                CallerError::InvalidToken(m) => CallerError::InvalidToken(m.clone()),
+                CallerError::Upstream(z) => CallerError::Upstream(clone_upstream(z)),
+            })
+    }
+}
+
+async fn lookup(client: &ZabbixClient, token: &ApiToken) -> Result<Arc<Identity>, CallerError> {
+    let version = client.version().await.map_err(CallerError::Upstream)?;
+    let user = client
+        .call(
+            Method::UserCheckAuthentication,
+            &json!({ "token": token.expose() }),
+            None,
+        )
+        .await
+        .map_err(|e| match e {
+            ZabbixError::Api { message, data, .. } => {
+                CallerError::InvalidToken(format!("{message} {}", data.as_str().unwrap_or("")))
+            }
+            other => CallerError::Upstream(other),
+        })?;
+    let text = |key: &str| match &user[key] {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    };
+    let userid = text("userid");
+    if userid.is_empty() {
+        return Err(CallerError::InvalidToken(
+            "Zabbix returned no user for the token".into(),
+        ));
+    }
+    // Group names matter to policies; a token that may not read them gets an empty list.
+    let usrgrps = client
+        .call(
+            Method::UserGroupGet,
+            &json!({ "userids": [userid], "output": ["name"], "sortfield": "name" }),
+            Some((token, version)),
+        )
+        .await
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .map(|groups| {
+            groups
+                .iter()
+                .filter_map(|g| g["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Arc::new(Identity {
+        username: text("username"),
+        user_type: text("type").parse().unwrap_or(0),
+        roleid: text("roleid"),
+        userid,
+        usrgrps,
+    }))
+}
+
+/// moka hands errors back behind an Arc; rebuild an owned one for the caller.
+fn clone_upstream(error: &ZabbixError) -> ZabbixError {
+    match error {
+        ZabbixError::Timeout(d) => ZabbixError::Timeout(*d),
+        ZabbixError::HttpStatus(s) => ZabbixError::HttpStatus(*s),
+        other => ZabbixError::Unavailable(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ApiToken;
+
+    #[test]
+    fn token_never_prints() {
+        let token = ApiToken::new("s3cr3t-token".into());
+        assert_eq!(format!("{token:?}"), "ApiToken(***)");
+        assert_eq!(token.id().len(), 16);
+        assert!(!token.id().contains("s3cr3t"));
+    }
+}

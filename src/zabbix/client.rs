@@ -1,0 +1,294 @@
+//! The JSON-RPC client toward Zabbix: one pooled hyper-util client (keep-alive, one TLS
+//! handshake per connection), the token sent the way each version accepts, every call
+//! bounded by `Timeout`, and the API version cached.
+
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::zabbix::caller::ApiToken;
+use crate::zabbix::error::ZabbixError;
+use crate::zabbix::method::Method;
+use crate::zabbix::tls;
+use crate::zabbix::version::{TokenTransport, ZabbixVersion};
+
+/// Largest Zabbix response body read into memory; a bigger one is an error, not an OOM.
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What the client needs to know to reach Zabbix.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    pub api_url: String,
+    pub timeout: Duration,
+    pub ca_file: Option<std::path::PathBuf>,
+    pub ignore_cert_errors: bool,
+}
+
+/// A JSON-RPC request body, serialized once and sent as is.
+#[derive(Debug, Clone)]
+pub struct Payload {
+    pub method: Method,
+    /// The body exactly as sent, without any token.
+    pub body: Bytes,
+}
+
+pub struct ZabbixClient {
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    api_url: http::Uri,
+    api_url_text: String,
+    timeout: Duration,
+    version: RwLock<Option<ZabbixVersion>>,
+    next_id: AtomicU64,
+}
+
+#[derive(Serialize)]
+struct RpcRequest<'a> {
+    jsonrpc: &'static str,
+    method: &'static str,
+    params: &'a Value,
+    id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct RpcResponse {
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+    #[serde(default)]
+    data: Value,
+}
+
+impl ZabbixClient {
+    pub fn new(settings: &ClientSettings) -> Result<Self, ZabbixError> {
+        let api_url: http::Uri = settings.api_url.parse().map_err(|e| ZabbixError::BadUrl {
+            url: settings.api_url.clone(),
+            reason: format!("{e}"),
+        })?;
+        match api_url.scheme_str() {
+            Some("http") | Some("https") => {}
+            _ => {
+                return Err(ZabbixError::BadUrl {
+                    url: settings.api_url.clone(),
+                    reason: "the scheme must be http or https".into(),
+                });
+            }
+        }
+        let tls = tls::client_config(settings.ca_file.as_deref(), settings.ignore_cert_errors)?;
+        let mut connector = HttpConnector::new();
+        connector.enforce_http(false);
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(settings.timeout));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(connector);
+        let http = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(64)
+            .build(https);
+        Ok(Self {
+            http,
+            api_url,
+            api_url_text: settings.api_url.clone(),
+            timeout: settings.timeout,
+            version: RwLock::new(None),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    pub fn api_url(&self) -> &str {
+        &self.api_url_text
+    }
+
+    /// The cached API version, if one is known.
+    pub fn cached_version(&self) -> Option<ZabbixVersion> {
+        self.version.read().ok().and_then(|v| *v)
+    }
+
+    /// The API version, asked of Zabbix once and cached.
+    pub async fn version(&self) -> Result<ZabbixVersion, ZabbixError> {
+        match self.cached_version() {
+            Some(v) => Ok(v),
+            None => self.refresh_version().await,
+        }
+    }
+
+    /// Asks Zabbix for its version now (readiness, upgrades) and caches the answer.
+    pub async fn refresh_version(&self) -> Result<ZabbixVersion, ZabbixError> {
+        let payload = self.payload(Method::ApiInfoVersion, &Value::Object(Default::default()))?;
+        let value = self.send(&payload, None).await?;
+        let text = value
+            .as_str()
+            .ok_or_else(|| ZabbixError::BadResponse("apiinfo.version is not a string".into()))?;
+        let version: ZabbixVersion =
+            text.parse()
+                .map_err(|e: crate::zabbix::version::VersionParseError| {
+                    ZabbixError::BadResponse(e.to_string())
+                })?;
+        if let Ok(mut slot) = self.version.write() {
+            *slot = Some(version);
+        }
+        Ok(version)
+    }
+
+    /// Serializes a request once; the same bytes are shown for approval and sent.
+    pub fn payload(&self, method: Method, params: &Value) -> Result<Payload, ZabbixError> {
+        let request = RpcRequest {
+            jsonrpc: "2.0",
+            method: method.as_str(),
+            params,
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            auth: None,
+        };
+        let body = serde_json::to_vec(&request)
+            .map_err(|e| ZabbixError::BadResponse(format!("cannot serialize request: {e}")))?;
+        Ok(Payload {
+            method,
+            body: Bytes::from(body),
+        })
+    }
+
+    /// Builds and sends one call.
+    pub async fn call(
+        &self,
+        method: Method,
+        params: &Value,
+        token: Option<(&ApiToken, ZabbixVersion)>,
+    ) -> Result<Value, ZabbixError> {
+        let payload = self.payload(method, params)?;
+        self.send(&payload, token).await
+    }
+
+    /// Sends a prepared payload with the caller's token (never retried here).
+    pub async fn send(
+        &self,
+        payload: &Payload,
+        token: Option<(&ApiToken, ZabbixVersion)>,
+    ) -> Result<Value, ZabbixError> {
+        let token = if payload.method.is_anonymous() {
+            None
+        } else {
+            token
+        };
+        let mut builder = http::Request::post(self.api_url.clone()).header(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/json-rpc"),
+        );
+        let body = match token {
+            Some((token, version)) if version.token_transport() == TokenTransport::BodyField => {
+                with_auth_field(&payload.body, token)?
+            }
+            Some((token, _)) => {
+                builder = builder.header(AUTHORIZATION, token.bearer_header()?);
+                payload.body.clone()
+            }
+            None => payload.body.clone(),
+        };
+        let request = builder
+            .body(Full::new(body))
+            .map_err(|e| ZabbixError::BadResponse(format!("cannot build request: {e}")))?;
+        match tokio::time::timeout(self.timeout, self.round_trip(request)).await {
+            Ok(result) => result,
+            Err(_) => Err(ZabbixError::Timeout(self.timeout)),
+        }
+    }
+
+    async fn round_trip(&self, request: http::Request<Full<Bytes>>) -> Result<Value, ZabbixError> {
+        let response = self
+            .http
+            .request(request)
+            .await
+            .map_err(|e| ZabbixError::Unavailable(error_chain(&e)))?;
+        let status = response.status();
+        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+            .collect()
+            .await
+            .map_err(|e| ZabbixError::Unavailable(format!("reading the response: {e}")))?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(ZabbixError::HttpStatus(status.as_u16()));
+        }
+        let parsed: RpcResponse = serde_json::from_slice(&body)
+            .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
+        match (parsed.result, parsed.error) {
+            (_, Some(error)) => Err(ZabbixError::Api {
+                code: error.code,
+                message: error.message,
+                data: error.data,
+            }),
+            (Some(result), None) => Ok(result),
+            (None, None) => Err(ZabbixError::BadResponse(
+                "neither result nor error in the response".into(),
+            )),
+        }
+    }
+}
+
+/// Zabbix 6.0–6.2 read the token only from the body: splice `"auth"` into the serialized
+/// object instead of serializing the whole request again.
+fn with_auth_field(body: &Bytes, token: &ApiToken) -> Result<Bytes, ZabbixError> {
+    let token_json = serde_json::to_string(token.expose())
+        .map_err(|e| ZabbixError::BadResponse(format!("cannot serialize token: {e}")))?;
+    let Some(without_brace) = body.strip_suffix(b"}") else {
+        return Err(ZabbixError::BadResponse(
+            "request body is not an object".into(),
+        ));
+    };
+    let mut out = Vec::with_capacity(body.len() + token_json.len() + 10);
+    out.extend_from_slice(without_brace);
+    out.extend_from_slice(b",\"auth\":");
+    out.extend_from_slice(token_json.as_bytes());
+    out.push(b'}');
+    Ok(Bytes::from(out))
+}
+
+/// hyper's errors hide the cause (refused, reset, TLS) in their source chain.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_auth_field;
+    use crate::zabbix::caller::ApiToken;
+    use bytes::Bytes;
+
+    #[test]
+    fn auth_field_is_spliced_into_the_object() {
+        let body =
+            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"host.get","params":{},"id":1}"#);
+        let token = ApiToken::new("abc\"def".into());
+        let out = with_auth_field(&body, &token).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["auth"], "abc\"def");
+        assert_eq!(v["method"], "host.get");
+    }
+}

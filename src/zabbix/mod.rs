@@ -1,0 +1,15 @@
+//! Everything that talks to the Zabbix API: the closed method set, versions, the
+//! JSON-RPC client, TLS toward Zabbix, and the caller's identity.
+
+pub mod caller;
+pub mod client;
+pub mod error;
+pub mod method;
+pub mod tls;
+pub mod version;
+
+pub use caller::{ApiToken, Caller, CallerError, CallerResolver, Identity};
+pub use client::{ClientSettings, Payload, ZabbixClient};
+pub use error::ZabbixError;
+pub use method::Method;
+pub use version::ZabbixVersion;

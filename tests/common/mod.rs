@@ -1,0 +1,224 @@
+//! Shared test harness: the real Zabbix lab (deploy/lab), an in-process sidecar on a free
+//! loopback port, and a real rmcp client over streamable HTTP.
+#![allow(dead_code)]
+
+pub mod recorder;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+use zabbix_mcp_guard::app::App;
+use zabbix_mcp_guard::config::Config;
+use zabbix_mcp_guard::server::Server;
+
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+/// One lab Zabbix (6 or 7) as written by deploy/lab/start-zabbix.sh.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    pub major: u8,
+    pub url: String,
+    pub token: String,
+    pub token_operator: String,
+    pub token_viewer: String,
+    pub api_version: String,
+    pub seed: Value,
+}
+
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("ZBX_STATE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/lib/zbx-test"))
+}
+
+/// The lab Zabbix of this major version. Panics (never skips) when the lab is not up.
+pub fn lab(major: u8) -> Lab {
+    let env_file = state_dir().join(format!("zabbix{major}.env"));
+    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+        panic!(
+            "the Zabbix lab is not set up ({}: {e}); run `bash deploy/lab/start-zabbix.sh all` first",
+            env_file.display()
+        )
+    });
+    let env: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+    let get = |k: &str| {
+        env.get(k)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| panic!("{} lacks {k}", env_file.display()))
+    };
+    let seed_path = get("ZBX_SEED_MANIFEST");
+    let seed: Value = serde_json::from_str(
+        &std::fs::read_to_string(&seed_path)
+            .unwrap_or_else(|e| panic!("cannot read the seed manifest {seed_path}: {e}")),
+    )
+    .expect("seed manifest is JSON");
+    Lab {
+        major,
+        url: get("ZBX_URL"),
+        token: get("ZBX_TOKEN"),
+        token_operator: get("ZBX_TOKEN_OPERATOR"),
+        token_viewer: get("ZBX_TOKEN_VIEWER"),
+        api_version: get("ZBX_API_VERSION"),
+        seed,
+    }
+}
+
+pub fn labs() -> Vec<Lab> {
+    vec![lab(6), lab(7)]
+}
+
+/// A sidecar serving in this process on 127.0.0.1:<free port>.
+pub struct Guard {
+    pub url: String,
+    pub base: String,
+    server: Option<Server>,
+}
+
+impl Guard {
+    pub async fn stop(mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+    }
+}
+
+pub fn config_for(zabbix_url: &str) -> Config {
+    let mut config = Config::new(zabbix_url, "127.0.0.1,::1").expect("valid test config");
+    config.listen_ip = vec!["127.0.0.1".parse().expect("ip")];
+    config.listen_port = 0;
+    config
+}
+
+pub async fn start(lab: &Lab) -> Guard {
+    start_with(config_for(&lab.url)).await
+}
+
+/// reqwest (the rmcp client's transport) is built without a bundled crypto provider.
+pub fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        if std::env::var_os("TEST_LOG").is_some() {
+            zabbix_mcp_guard::telemetry::init(4);
+        }
+    });
+}
+
+pub async fn start_with(config: Config) -> Guard {
+    init();
+    let app = App::new(config).expect("app");
+    let server = Server::start(app).await.expect("server starts");
+    let addr = server.local_addrs()[0];
+    Guard {
+        url: format!("http://{addr}/mcp"),
+        base: format!("http://{addr}"),
+        server: Some(server),
+    }
+}
+
+fn client_info(version: ProtocolVersion) -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("zabbix-mcp-guard-tests", "1.0"),
+    )
+    .with_protocol_version(version)
+}
+
+/// A real MCP client (protocol 2025-11-25) using `token`.
+pub async fn client(guard: &Guard, token: &str) -> Client {
+    client_with(guard, token, ProtocolVersion::V_2025_11_25).await
+}
+
+pub async fn client_with(guard: &Guard, token: &str, version: ProtocolVersion) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(guard.url.as_str()).auth_header(token),
+    );
+    let info = client_info(version.clone());
+    if version.has_initialize() {
+        info.serve(transport).await.expect("MCP client connects")
+    } else {
+        info.serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![version],
+            },
+        )
+        .await
+        .expect("MCP client connects (discover)")
+    }
+}
+
+/// Calls a tool and returns its result (tool errors included).
+pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    client
+        .call_tool(params)
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool} failed at the protocol level: {e}"))
+}
+
+/// Calls a read tool that must succeed and returns its structured envelope.
+pub async fn read(client: &Client, tool: &str, args: Value) -> Value {
+    let result = call(client, tool, args.clone()).await;
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "{tool} {args} failed: {:?}",
+        result.structured_content
+    );
+    let envelope = result
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("{tool}: no structuredContent"));
+    // The text block carries the same document.
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .expect("text block");
+    let from_text: Value = serde_json::from_str(&text).expect("text block is JSON");
+    assert_eq!(
+        from_text, envelope,
+        "{tool}: text and structuredContent differ"
+    );
+    envelope
+}
+
+/// Calls a tool that must fail; returns the structured error body.
+pub async fn tool_error(client: &Client, tool: &str, args: Value) -> Value {
+    let result = call(client, tool, args.clone()).await;
+    assert_eq!(result.is_error, Some(true), "{tool} {args} should fail");
+    result.structured_content.expect("structured error body")
+}
+
+pub fn results(envelope: &Value) -> &Vec<Value> {
+    envelope["results"].as_array().expect("results array")
+}
+
+pub fn names(envelope: &Value, field: &str) -> Vec<String> {
+    results(envelope)
+        .iter()
+        .map(|r| r[field].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+pub fn seed_id(lab: &Lab, section: &str, key: &str) -> String {
+    lab.seed[section][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("seed manifest lacks {section}.{key}"))
+        .to_owned()
+}
