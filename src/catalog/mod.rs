@@ -136,9 +136,11 @@ pub enum SelectParam {
     TemplateGroups,
 }
 
+/// The fixed sort order. Fields after the first break ties, so that equal names come back
+/// in the same order every time and a truncated response is the beginning of the full one.
 #[derive(Debug, Clone, Copy)]
 pub struct Sort {
-    pub field: &'static str,
+    pub fields: &'static [&'static str],
     pub descending: bool,
 }
 

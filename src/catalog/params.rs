@@ -86,7 +86,7 @@ pub fn read_params(
     for flag in query.flags {
         params.insert((*flag).into(), Value::Bool(true));
     }
-    params.insert("sortfield".into(), json!(query.sort.field));
+    params.insert("sortfield".into(), json!(query.sort.fields));
     if query.sort.descending {
         params.insert("sortorder".into(), json!("DESC"));
     }
@@ -181,7 +181,7 @@ mod tests {
         let p7 = params("host_get", json!({}), V70);
         assert_eq!(p7["selectHostGroups"], json!(["groupid", "name"]));
         assert_eq!(p7["limit"], 101);
-        assert_eq!(p7["sortfield"], "name");
+        assert_eq!(p7["sortfield"], json!(["name"]));
     }
 
     #[test]

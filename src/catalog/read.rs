@@ -188,7 +188,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             output: &["groupid", "name", "flags"],
             selects: &[],
             sort: Sort {
-                field: "name",
+                fields: &["name"],
                 descending: false,
             },
             variants: &[],
@@ -237,7 +237,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             output: &["groupid", "name"],
             selects: &[],
             sort: Sort {
-                field: "name",
+                fields: &["name"],
                 descending: false,
             },
             variants: &[],
@@ -282,7 +282,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             output: HOST_OUTPUT,
             selects: &[GROUPS, TAGS, PARENT_TEMPLATES, TRIGGERS],
             sort: Sort {
-                field: "name",
+                fields: &["name"],
                 descending: false,
             },
             variants: &[],
@@ -330,7 +330,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             output: TEMPLATE_OUTPUT,
             selects: &[TEMPLATE_GROUPS, TAGS, PARENT_TEMPLATES, TRIGGERS],
             sort: Sort {
-                field: "name",
+                fields: &["name"],
                 descending: false,
             },
             variants: &[],
@@ -371,7 +371,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             output: ITEM_OUTPUT,
             selects: &[TAGS],
             sort: Sort {
-                field: "name",
+                fields: &["name", "itemid"],
                 descending: false,
             },
             variants: &[],
@@ -425,7 +425,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             ],
             selects: &[],
             sort: Sort {
-                field: "name",
+                fields: &["name", "itemid"],
                 descending: false,
             },
             variants: &[],
@@ -473,7 +473,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             ],
             selects: &[],
             sort: Sort {
-                field: "interfaceid",
+                fields: &["interfaceid"],
                 descending: false,
             },
             variants: &[],
@@ -527,7 +527,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             ],
             selects: &[],
             sort: Sort {
-                field: "macro",
+                fields: &["macro"],
                 descending: false,
             },
             variants: &[Variant {
@@ -611,7 +611,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             ],
             selects: &[TAGS],
             sort: Sort {
-                field: "eventid",
+                fields: &["eventid"],
                 descending: true,
             },
             variants: &[],
@@ -684,7 +684,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
                 },
             ],
             sort: Sort {
-                field: "name",
+                fields: &["name"],
                 descending: false,
             },
             variants: &[],
@@ -745,7 +745,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
             output: &["itemid", "clock", "ns", "value"],
             selects: &[],
             sort: Sort {
-                field: "clock",
+                fields: &["clock", "itemid"],
                 descending: true,
             },
             variants: &[Variant {
@@ -799,7 +799,7 @@ pub static READ_TOOLS: [ToolDef; 12] = [
                 TAGS,
             ],
             sort: Sort {
-                field: "description",
+                fields: &["description", "triggerid"],
                 descending: false,
             },
             variants: &[],

@@ -1,0 +1,140 @@
+//! The HTTP side: tokens (401), health and readiness, protocol versions, AllowedIP.
+
+mod common;
+
+use common::{config_for, labs, read, start, start_with};
+use rmcp::model::ProtocolVersion;
+use serde_json::json;
+
+fn http() -> reqwest::Client {
+    common::init();
+    reqwest::Client::new()
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "curl-like", "version": "1"}}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn missing_and_invalid_tokens_get_401() {
+    let lab = common::lab(7);
+    let guard = start(&lab).await;
+    let http = http();
+    let post = |token: Option<&str>| {
+        let mut request = http
+            .post(&guard.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(initialize_body());
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        request.send()
+    };
+    let none = post(None).await.unwrap();
+    assert_eq!(none.status(), 401);
+    let challenge = none.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(challenge.starts_with("Bearer"), "{challenge}");
+    assert!(
+        none.text()
+            .await
+            .unwrap()
+            .contains("missing Authorization: Bearer")
+    );
+
+    let bad = post(Some(
+        "0000000000000000000000000000000000000000000000000000000000000000",
+    ))
+    .await
+    .unwrap();
+    assert_eq!(bad.status(), 401);
+    assert!(
+        bad.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+    let text = bad.text().await.unwrap();
+    assert!(text.contains("not accepted by Zabbix"), "{text}");
+
+    let good = post(Some(&lab.token)).await.unwrap();
+    assert_eq!(good.status(), 200);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let lab = common::lab(6);
+    let guard = start(&lab).await;
+    let http = http();
+    let health = http
+        .get(format!("{}/healthz", guard.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let ready = http
+        .get(format!("{}/readyz", guard.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    let body: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!(body["zabbix_version"], lab.api_version.as_str());
+    guard.stop().await;
+
+    // A Zabbix that does not answer: alive, not ready.
+    let guard = start_with(config_for("http://127.0.0.1:9/api_jsonrpc.php")).await;
+    assert_eq!(
+        http.get(format!("{}/healthz", guard.base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let ready = http
+        .get(format!("{}/readyz", guard.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn every_protocol_version_lists_and_calls() {
+    for lab in labs() {
+        let guard = start(&lab).await;
+        for version in [
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2026_07_28,
+        ] {
+            let client = common::client_with(&guard, &lab.token, version.clone()).await;
+            let tools = client.list_all_tools().await.unwrap();
+            assert!(tools.iter().any(|t| t.name == "host_get"), "{version}");
+            let env = read(&client, "host_get", json!({"search": "mcp-web-01"})).await;
+            assert_eq!(env["count"], 1, "{version}");
+            client.cancel().await.unwrap();
+        }
+        guard.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn peers_outside_allowed_ip_are_refused() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.allowed_ip = vec!["127.0.0.2/32".parse().unwrap()];
+    let guard = start_with(config).await;
+    let result = http().get(format!("{}/healthz", guard.base)).send().await;
+    assert!(result.is_err(), "127.0.0.1 is not in AllowedIP: {result:?}");
+    guard.stop().await;
+}
