@@ -18,6 +18,73 @@ pub enum GuardError {
     MalformedToken,
     #[error(transparent)]
     Caller(#[from] CallerError),
+    /// A Host or Origin that is not ours: a DNS-rebinding page or a foreign site.
+    #[error("{0} is not an allowed host name (see AllowedHost)")]
+    ForbiddenHost(String),
+}
+
+/// Host names the MCP endpoint answers to: loopback, the listen addresses, `AllowedHost`.
+#[derive(Debug, Clone)]
+pub struct AllowedHosts(Vec<String>);
+
+impl AllowedHosts {
+    pub fn new(listen_ips: &[IpAddr], configured: &[String]) -> Self {
+        let mut names: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        names.extend(
+            listen_ips
+                .iter()
+                .filter(|ip| !ip.is_unspecified())
+                .map(|ip| ip.to_string()),
+        );
+        names.extend(configured.iter().map(|h| h.to_ascii_lowercase()));
+        names.dedup();
+        AllowedHosts(names)
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
+
+    fn allows(&self, host: &str) -> bool {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        self.0.iter().any(|n| n.eq_ignore_ascii_case(host))
+    }
+
+    /// Checks `Host` (or the HTTP/2 authority) and, when a browser sent one, `Origin`.
+    pub fn check(&self, uri: &http::Uri, headers: &http::HeaderMap) -> Result<(), GuardError> {
+        let authority = headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| uri.authority().map(|a| a.to_string()))
+            .unwrap_or_default();
+        let host = host_of(&authority);
+        if !self.allows(host) {
+            return Err(GuardError::ForbiddenHost(format!("Host {authority:?}")));
+        }
+        if let Some(origin) = headers.get(http::header::ORIGIN) {
+            let text = origin.to_str().unwrap_or("");
+            let host = text
+                .split_once("://")
+                .map(|(_, rest)| host_of(rest.split('/').next().unwrap_or("")))
+                .unwrap_or("");
+            if !self.allows(host) {
+                return Err(GuardError::ForbiddenHost(format!("Origin {text:?}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The host part of `host[:port]` or `[v6]:port`.
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
 }
 
 /// Whether `AllowedIP` admits this peer. IPv4-mapped IPv6 peers match IPv4 entries.
@@ -73,6 +140,32 @@ mod tests {
         assert!(peer_allowed(&nets, "10.1.2.3".parse().unwrap()));
         let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
         assert!(peer_allowed(&nets, mapped));
+    }
+
+    #[test]
+    fn host_and_origin() {
+        let hosts = super::AllowedHosts::new(
+            &["10.1.2.3".parse().unwrap(), "0.0.0.0".parse().unwrap()],
+            &["MCP.example.com".into()],
+        );
+        let uri: http::Uri = "/mcp".parse().unwrap();
+        let check = |host: &str, origin: Option<&str>| {
+            let mut h = http::HeaderMap::new();
+            h.insert("host", host.parse().unwrap());
+            if let Some(o) = origin {
+                h.insert("origin", o.parse().unwrap());
+            }
+            hosts.check(&uri, &h).is_ok()
+        };
+        assert!(check("127.0.0.1:8443", None));
+        assert!(check("[::1]:8443", None));
+        assert!(check("localhost", Some("http://localhost:6274")));
+        assert!(check("mcp.example.com:8443", None));
+        assert!(check("10.1.2.3:8443", None));
+        assert!(!check("0.0.0.0:8443", None));
+        assert!(!check("evil.example:8443", None));
+        assert!(!check("127.0.0.1:8443", Some("https://evil.example")));
+        assert!(!check("127.0.0.1:8443", Some("null")));
     }
 
     #[test]

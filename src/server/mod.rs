@@ -25,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::config::{SessionMode, TlsAccept};
 use crate::mcp::GuardHandler;
-use crate::server::routes::McpEndpoint;
+use crate::server::guard::AllowedHosts;
+use crate::server::routes::{McpEndpoint, McpService};
 
 /// Largest MCP request body accepted (tool arguments are small).
 const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
@@ -50,7 +51,10 @@ pub enum ServerError {
 /// A running server.
 pub struct Server {
     addrs: Vec<SocketAddr>,
+    /// Stops the accept loops; connections then drain.
     cancel: CancellationToken,
+    /// Ends rmcp's sessions, only after the connections drained, so in-flight calls finish.
+    mcp_cancel: CancellationToken,
     tasks: JoinSet<()>,
 }
 
@@ -65,7 +69,8 @@ impl Server {
             },
         };
         let cancel = CancellationToken::new();
-        let endpoint = mcp_endpoint(&app, cancel.child_token());
+        let mcp_cancel = CancellationToken::new();
+        let endpoint = mcp_endpoint(&app, mcp_cancel.clone());
         let mut addrs = Vec::new();
         let mut tasks = JoinSet::new();
         for ip in &app.config.listen_ip {
@@ -87,6 +92,7 @@ impl Server {
         Ok(Server {
             addrs,
             cancel,
+            mcp_cancel,
             tasks,
         })
     }
@@ -99,6 +105,7 @@ impl Server {
     pub async fn shutdown(mut self) {
         self.cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
+        self.mcp_cancel.cancel();
     }
 
     /// Serves until `signal` completes, then shuts down gracefully.
@@ -110,26 +117,28 @@ impl Server {
 }
 
 fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken) -> McpEndpoint {
-    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-    hosts.extend(app.config.allowed_hosts.iter().cloned());
+    let hosts = AllowedHosts::new(&app.config.listen_ip, &app.config.allowed_hosts);
     let base = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
+        .with_allowed_hosts(hosts.names().to_vec())
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         .with_cancellation_token(cancel);
     let handler_app = app.clone();
     let factory = move || Ok(GuardHandler::new(handler_app.clone()));
-    match app.config.session_mode {
-        SessionMode::Stateless => McpEndpoint::Stateless(StreamableHttpService::new(
+    let service = match app.config.session_mode {
+        SessionMode::Stateless => McpService::Stateless(StreamableHttpService::new(
             factory,
             Arc::new(NeverSessionManager::default()),
-            base.with_legacy_session_mode(false)
-                .with_json_response(true),
+            base.with_legacy_session_mode(false).with_json_response(true),
         )),
-        SessionMode::Stateful => McpEndpoint::Stateful(StreamableHttpService::new(
+        SessionMode::Stateful => McpService::Stateful(StreamableHttpService::new(
             factory,
             Arc::new(LocalSessionManager::default()),
             base,
         )),
+    };
+    McpEndpoint {
+        service,
+        hosts: Arc::new(hosts),
     }
 }
 

@@ -18,23 +18,30 @@ use tower_service::Service;
 
 use crate::app::App;
 use crate::mcp::GuardHandler;
-use crate::server::guard::{self, GuardError};
+use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::zabbix::CallerError;
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
-/// rmcp's service in the session mode the configuration asks for.
+/// rmcp's service in the session mode the configuration asks for, and the host names it
+/// answers to.
 #[derive(Clone)]
-pub enum McpEndpoint {
+pub struct McpEndpoint {
+    pub service: McpService,
+    pub hosts: Arc<AllowedHosts>,
+}
+
+#[derive(Clone)]
+pub enum McpService {
     Stateless(StreamableHttpService<GuardHandler, NeverSessionManager>),
     Stateful(StreamableHttpService<GuardHandler, LocalSessionManager>),
 }
 
 impl McpEndpoint {
     async fn call(&self, request: Request<Incoming>) -> Response<Body> {
-        let result = match self {
-            McpEndpoint::Stateless(service) => service.clone().call(request).await,
-            McpEndpoint::Stateful(service) => service.clone().call(request).await,
+        let result = match &self.service {
+            McpService::Stateless(service) => service.clone().call(request).await,
+            McpService::Stateful(service) => service.clone().call(request).await,
         };
         match result {
             Ok(response) => response,
@@ -52,13 +59,19 @@ pub async fn handle(
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
         (&Method::GET, "/readyz") => readiness(&app).await,
-        (_, "/mcp") => match guard::authenticate(&app, request.headers(), peer).await {
-            Ok(caller) => {
-                request.extensions_mut().insert(caller);
-                mcp.call(request).await
+        (_, "/mcp") => {
+            // Host/Origin first: a rebinding page must not even learn whether a token works.
+            if let Err(error) = mcp.hosts.check(request.uri(), request.headers()) {
+                return refused(&error);
             }
-            Err(error) => refused(&error),
-        },
+            match guard::authenticate(&app, request.headers(), peer).await {
+                Ok(caller) => {
+                    request.extensions_mut().insert(caller);
+                    mcp.call(request).await
+                }
+                Err(error) => refused(&error),
+            }
+        }
         _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
     }
 }
@@ -88,6 +101,13 @@ fn refused(error: &GuardError) -> Response<Body> {
             StatusCode::UNAUTHORIZED,
             "Bearer realm=\"zabbix-mcp-guard\", error=\"invalid_token\"".to_owned(),
         ),
+        GuardError::ForbiddenHost(_) => {
+            tracing::warn!(reason = %error, "request refused: possible DNS rebinding");
+            return json_response(
+                StatusCode::FORBIDDEN,
+                &json!({"error": "forbidden", "message": error.to_string()}),
+            );
+        }
         GuardError::Caller(CallerError::Upstream(_)) => {
             return json_response(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod recorder;
+pub mod stub;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,0 +1,64 @@
+//! A stub Zabbix for faults a real one cannot produce on demand: it answers the identity
+//! calls at once and delays (or drops) the others.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+#[derive(Clone, Default)]
+pub struct Stub {
+    pub calls: Arc<AtomicUsize>,
+}
+
+/// Starts a stub that answers data methods after `delay`; returns its API URL.
+pub async fn start(delay: Duration) -> (String, Stub) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stub = Stub::default();
+    let calls = stub.calls.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let calls = calls.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let calls = calls.clone();
+                    async move {
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        let request: Value = serde_json::from_slice(&body).unwrap();
+                        let result = match request["method"].as_str().unwrap_or("") {
+                            "apiinfo.version" => json!("7.0.22"),
+                            "user.checkAuthentication" => {
+                                json!({"userid": "1", "username": "Admin", "type": 3, "roleid": "3"})
+                            }
+                            "usergroup.get" => json!([{"name": "Zabbix administrators"}]),
+                            _ => {
+                                calls.fetch_add(1, Ordering::SeqCst);
+                                tokio::time::sleep(delay).await;
+                                json!([{"hostid": "1", "host": "slow", "name": "slow"}])
+                            }
+                        };
+                        let answer =
+                            json!({"jsonrpc": "2.0", "result": result, "id": request["id"]});
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                            Bytes::from(answer.to_string()),
+                        )))
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (format!("http://{addr}/api_jsonrpc.php"), stub)
+}

@@ -1,0 +1,79 @@
+//! Test PKI (a CA and a localhost certificate made with rcgen) and a TLS front that
+//! terminates TLS and forwards the bytes to the plain-HTTP lab Zabbix.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use tokio::net::{TcpListener, TcpStream};
+
+pub struct Pki {
+    pub dir: PathBuf,
+    pub ca_pem: String,
+    pub ca_file: PathBuf,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+pub fn pki(name: &str) -> Pki {
+    let dir = std::env::temp_dir().join(format!("zmg-pki-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let params = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+    let pki = Pki {
+        ca_pem: ca.pem(),
+        ca_file: dir.join("ca.pem"),
+        cert_file: dir.join("cert.pem"),
+        key_file: dir.join("key.pem"),
+        dir,
+    };
+    std::fs::write(&pki.ca_file, &pki.ca_pem).unwrap();
+    std::fs::write(&pki.cert_file, cert.pem()).unwrap();
+    std::fs::write(&pki.key_file, key.serialize_pem()).unwrap();
+    pki
+}
+
+/// Starts a TLS front for `upstream` (host:port); returns its port.
+pub async fn front(pki: &Pki, upstream: String) -> u16 {
+    super::init();
+    let acceptor = {
+        let certs = rustls_pemfile::certs(&mut std::fs::read(&pki.cert_file).unwrap().as_slice())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key =
+            rustls_pemfile::private_key(&mut std::fs::read(&pki.key_file).unwrap().as_slice())
+                .unwrap()
+                .unwrap();
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let Ok(mut plain) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}

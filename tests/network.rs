@@ -1,0 +1,166 @@
+//! Network behaviour: TLS inbound (real MCP client, generated CA), TLS toward a TLS front
+//! of the real lab (verification on, failing, off), Host/Origin checks, graceful shutdown.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config_for, read, start_with};
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+use zabbix_mcp_guard::config::TlsAccept;
+
+#[tokio::test]
+async fn tls_inbound_with_a_real_mcp_client() {
+    let lab = common::lab(7);
+    let pki = common::tls::pki("inbound");
+    let mut config = config_for(&lab.url);
+    config.tls_accept = TlsAccept::Cert;
+    config.tls_cert_file = Some(pki.cert_file.clone());
+    config.tls_key_file = Some(pki.key_file.clone());
+    let guard = start_with(config).await;
+    let url = guard.url.replace("http://127.0.0.1", "https://localhost");
+
+    let trusting = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(pki.ca_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let transport = StreamableHttpClientTransport::with_client(
+        trusting,
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(lab.token.clone()),
+    );
+    let client = rmcp::model::ClientConfig::default()
+        .serve(transport)
+        .await
+        .unwrap();
+    let env = read(&client, "host_get", json!({"search": "mcp-web-01"})).await;
+    assert_eq!(env["count"], 1);
+
+    // A client that does not trust the CA cannot connect.
+    let plain = reqwest::Client::new();
+    let refused = plain.get(url.replace("/mcp", "/healthz")).send().await;
+    assert!(refused.is_err(), "untrusted certificate must fail");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn tls_toward_zabbix_verified_failing_and_ignored() {
+    let lab = common::lab(7);
+    let pki = common::tls::pki("outbound");
+    let upstream = lab
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let port = common::tls::front(&pki, upstream).await;
+    let https_url = format!("https://localhost:{port}/api_jsonrpc.php");
+
+    // Verified against TLSCAFile.
+    let mut config = config_for(&https_url);
+    config.tls_ca_file = Some(pki.ca_file.clone());
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let env = read(&client, "host_get", json!({"search": "mcp-web-01"})).await;
+    assert_eq!(env["count"], 1);
+    guard.stop().await;
+
+    // Without the CA the handshake fails, and says why.
+    let guard = start_with(config_for(&https_url)).await;
+    let ready = reqwest::get(format!("{}/readyz", guard.base))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    let body = ready.text().await.unwrap();
+    assert!(body.to_lowercase().contains("certificate"), "{body}");
+    guard.stop().await;
+
+    // IgnoreURLCertErrors=1 turns verification off.
+    let mut config = config_for(&https_url);
+    config.ignore_url_cert_errors = true;
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let env = read(&client, "host_get", json!({"search": "mcp-web-01"})).await;
+    assert_eq!(env["count"], 1);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn foreign_host_and_origin_get_403() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.allowed_hosts = vec!["mcp.example.com".into()];
+    let guard = start_with(config).await;
+    common::init();
+    let http = reqwest::Client::new();
+    let post = |host: &str, origin: Option<&str>| {
+        let mut r = http
+            .post(&guard.url)
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {}", lab.token))
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}})
+                .to_string(),
+            );
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        r.send()
+    };
+    assert_eq!(post("evil.example:8443", None).await.unwrap().status(), 403);
+    assert_eq!(
+        post("127.0.0.1", Some("https://evil.example"))
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert_eq!(
+        post("mcp.example.com:8443", None).await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        post("localhost", Some("http://localhost:6274"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_lets_a_call_in_flight_finish() {
+    let (stub_url, stub) = common::stub::start(Duration::from_millis(1500)).await;
+    let guard = start_with(config_for(&stub_url)).await;
+    let client = common::client(&guard, "stub-token").await;
+    let base = guard.base.clone();
+    let call = tokio::spawn(async move { common::call(&client, "host_get", json!({})).await });
+    // Wait until the call is at Zabbix, then shut down.
+    for _ in 0..100 {
+        if stub.calls.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stopping = tokio::spawn(guard.stop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // No new connections once shutdown began.
+    assert!(reqwest::get(format!("{base}/healthz")).await.is_err());
+    let result = call.await.unwrap();
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "{:?}",
+        result.structured_content
+    );
+    assert_eq!(result.structured_content.unwrap()["count"], 1);
+    stopping.await.unwrap();
+}
