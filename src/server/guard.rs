@@ -82,7 +82,9 @@ fn host_of(authority: &str) -> &str {
         return rest.split(']').next().unwrap_or("");
     }
     match authority.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        Some((host, port)) if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            host
+        }
         _ => authority,
     }
 }

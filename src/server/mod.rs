@@ -128,7 +128,8 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken) -> McpEndpoint {
         SessionMode::Stateless => McpService::Stateless(StreamableHttpService::new(
             factory,
             Arc::new(NeverSessionManager::default()),
-            base.with_legacy_session_mode(false).with_json_response(true),
+            base.with_legacy_session_mode(false)
+                .with_json_response(true),
         )),
         SessionMode::Stateful => McpService::Stateful(StreamableHttpService::new(
             factory,
