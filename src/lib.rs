@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod exposure;
 pub mod mcp;
+pub mod pidfile;
 pub mod response;
 pub mod server;
 pub mod telemetry;

@@ -6,6 +6,7 @@ use anyhow::Context;
 use zabbix_mcp_guard::app::App;
 use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
 use zabbix_mcp_guard::config::Config;
+use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::server::Server;
 use zabbix_mcp_guard::telemetry;
 
@@ -47,7 +48,14 @@ fn policy(command: PolicyCommand) -> ExitCode {
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {
-    telemetry::init(config.debug_level);
+    let logging = telemetry::init(&config).context("cannot set up logging")?;
+    // Dropped after the runtime finishes: the PID file is removed on a clean exit.
+    let _pid_file = config
+        .pid_file
+        .as_deref()
+        .map(PidFile::create)
+        .transpose()?;
+    tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -58,7 +66,11 @@ fn serve(config: Config) -> anyhow::Result<()> {
         }
         let app = App::new(config).context("cannot set up the Zabbix client")?;
         match app.zabbix.version().await {
-            Ok(version) => tracing::info!(zabbix.version = %version, "Zabbix API reachable"),
+            Ok(version) => tracing::info!(
+                target: telemetry::LIFECYCLE_TARGET,
+                version = %version,
+                "Zabbix API reachable"
+            ),
             Err(error) => {
                 tracing::warn!(%error, "Zabbix API not reachable yet; /readyz will say so")
             }

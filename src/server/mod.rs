@@ -79,7 +79,12 @@ impl Server {
                 .await
                 .map_err(|source| ServerError::Bind { addr, source })?;
             let local = listener.local_addr().unwrap_or(addr);
-            tracing::info!(server.address = %local, tls = tls.is_some(), "listening");
+            tracing::info!(
+                target: crate::telemetry::LIFECYCLE_TARGET,
+                address = %local,
+                tls = tls.is_some(),
+                "listening"
+            );
             addrs.push(local);
             tasks.spawn(accept_loop(
                 listener,
@@ -111,7 +116,7 @@ impl Server {
     /// Serves until `signal` completes, then shuts down gracefully.
     pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) {
         signal.await;
-        tracing::info!("shutting down");
+        tracing::info!(target: crate::telemetry::LIFECYCLE_TARGET, "shutting down");
         self.shutdown().await;
     }
 }

@@ -111,7 +111,7 @@ pub fn init() {
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
         if std::env::var_os("TEST_LOG").is_some() {
-            zabbix_mcp_guard::telemetry::init(4);
+            let _ = zabbix_mcp_guard::telemetry::try_init_console(4);
         }
     });
 }

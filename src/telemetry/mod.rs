@@ -1,0 +1,163 @@
+//! Logging, as the official Zabbix MCP server's `LogType`, `LogFile`, `LogFileSize` and
+//! `DebugLevel` describe it: fixed messages with structured fields, written by a
+//! tracing-subscriber fmt layer to
+//!
+//! - `LogType=console`: stderr (colours only on a terminal);
+//! - `LogType=file`: `LogFile`, appended to and rotated to `<LogFile>.old` at
+//!   `LogFileSize` MB (0: never); if reopening after a rotation fails, stderr;
+//! - `LogType=system`: syslog through `/dev/log` (facility `daemon`, tag
+//!   `zabbix-mcp-guard[<pid>]`); stderr if `/dev/log` is absent.
+//!
+//! Every failure of a destination is said once on stderr, and the records it could
+//! not take go to stderr, so none is lost. `DebugLevel` picks the filter (see
+//! [`filter_for_debug_level`]); `RUST_LOG`, when set, replaces it.
+
+mod fallback;
+mod file;
+mod filter;
+mod sink;
+mod syslog;
+
+use std::fmt;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tracing_subscriber::filter::ParseError;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+
+use crate::config::Config;
+use sink::{SharedSink, Sink};
+
+pub use filter::{LIFECYCLE_TARGET, filter_for_debug_level};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("LogType=file needs LogFile")]
+    MissingLogFile,
+    #[error("cannot open log file \"{}\": {source}", path.display())]
+    OpenLogFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("RUST_LOG=\"{spec}\" is not a valid filter: {source}")]
+    RustLog {
+        spec: String,
+        #[source]
+        source: ParseError,
+    },
+    #[error("logging is already set up in this process")]
+    AlreadyInitialized,
+}
+
+/// Keeps the log destination open; hold it until the process exits. Records are
+/// written synchronously, so dropping it early loses nothing today, but a buffered
+/// destination would flush here. `Display` says where the logs go.
+#[must_use = "hold the guard until exit"]
+pub struct TelemetryGuard {
+    sink: Arc<Sink>,
+}
+
+impl fmt::Display for TelemetryGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.sink, f)
+    }
+}
+
+impl fmt::Debug for TelemetryGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelemetryGuard")
+            .field("destination", &self.sink.to_string())
+            .finish()
+    }
+}
+
+/// Installs the process-wide subscriber for `config`; call once, before anything logs.
+/// Fails when the log file cannot be opened, `RUST_LOG` is invalid, or a subscriber
+/// is already installed.
+pub fn init(config: &Config) -> Result<TelemetryGuard, TelemetryError> {
+    install(Sink::open(config)?, config.debug_level, true)
+}
+
+/// Like [`init`], but an already installed subscriber is not an error (the first one
+/// stays): for tests and benches that may set up logging more than once.
+pub fn try_init(config: &Config) -> Result<TelemetryGuard, TelemetryError> {
+    install(Sink::open(config)?, config.debug_level, false)
+}
+
+/// [`try_init`] for stderr at `debug_level`, for tests and benches without a `Config`.
+pub fn try_init_console(debug_level: u8) -> Result<TelemetryGuard, TelemetryError> {
+    install(Sink::Stderr, debug_level, false)
+}
+
+fn install(sink: Sink, debug_level: u8, strict: bool) -> Result<TelemetryGuard, TelemetryError> {
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let filter = filter::build(debug_level, rust_log.as_deref())?;
+    let sink = Arc::new(sink);
+    let installed = subscriber(Arc::clone(&sink), filter).try_init();
+    match installed {
+        Err(_) if strict => Err(TelemetryError::AlreadyInitialized),
+        _ => Ok(TelemetryGuard { sink }),
+    }
+}
+
+/// The fmt layer for a sink: timestamps except for syslog (the daemon adds its own),
+/// colours only for a terminal.
+fn subscriber(sink: Arc<Sink>, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync {
+    let writer = SharedSink(Arc::clone(&sink));
+    let layer: Box<dyn Layer<Registry> + Send + Sync> = match &*sink {
+        Sink::Stderr => tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(writer)
+            .boxed(),
+        Sink::File(_) => tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(writer)
+            .boxed(),
+        Sink::Syslog(_) => tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .without_time()
+            .with_writer(writer)
+            .boxed(),
+    };
+    tracing_subscriber::registry().with(layer.with_filter(filter))
+}
+
+/// A fresh directory under the system temp dir, removed when dropped.
+#[cfg(test)]
+pub(crate) struct TestDir(PathBuf);
+
+#[cfg(test)]
+pub(crate) fn test_dir(name: &str) -> TestDir {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let unique = format!(
+        "zabbix-mcp-guard-telemetry-{name}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let path = std::env::temp_dir().join(unique);
+    std::fs::create_dir_all(&path).expect("temp dir");
+    TestDir(path)
+}
+
+#[cfg(test)]
+impl std::ops::Deref for TestDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,67 @@
+//! The real binary: LogType=file, PidFile, SIGTERM shutdown.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it.
+    let seed = std::process::id() as u16;
+    (0..2000)
+        .map(|i| 20000 + (seed.wrapping_add(i * 7)) % 10000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port")
+}
+
+#[test]
+fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
+    let lab = common::lab(7);
+    let dir = std::env::temp_dir().join(format!("zmg-process-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("guard.log");
+    let pid = dir.join("guard.pid");
+    let port = free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+        .args([
+            "--frontend-url",
+            &lab.url,
+            "--allowed-ip",
+            "127.0.0.1",
+            "--listen-ip",
+            "127.0.0.1",
+        ])
+        .args(["--listen-port", &port.to_string(), "--log-type", "file"])
+        .arg("--log-file")
+        .arg(&log)
+        .arg("--pid-file")
+        .arg(&pid)
+        .env_remove("RUST_LOG")
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(pid.exists()
+        && std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening"))
+    {
+        assert!(Instant::now() < deadline, "the sidecar did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let written: u32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(written, child.id());
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!pid.exists(), "the PID file is removed on exit");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("shutting down"), "{text}");
+    assert!(!text.contains(&lab.token));
+}
