@@ -138,3 +138,24 @@ async fn peers_outside_allowed_ip_are_refused() {
     assert!(result.is_err(), "127.0.0.1 is not in AllowedIP: {result:?}");
     guard.stop().await;
 }
+
+#[tokio::test]
+async fn oversized_bodies_are_refused() {
+    let lab = common::lab(7);
+    let guard = start(&lab).await;
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let response = http()
+        .post(&guard.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {}", lab.token))
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    guard.stop().await;
+}
