@@ -4,9 +4,10 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::exposure::Exposure;
 use crate::mcp::tools::ToolList;
+use crate::policy::{DecisionLog, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode};
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 
 /// How many token identities are cached, and for how long: short, so that a revoked or
@@ -19,11 +20,36 @@ pub struct App {
     pub zabbix: ZabbixClient,
     pub callers: CallerResolver,
     pub exposure: Exposure,
+    pub policy: PolicyEngine,
+    pub decisions: DecisionLog,
     tools: RwLock<Option<Arc<ToolList>>>,
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Zabbix(#[from] ZabbixError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
 impl App {
-    pub fn new(config: Config) -> Result<Arc<App>, ZabbixError> {
+    /// Builds the app. A policy set that does not load leaves the engine denying
+    /// everything (fail closed), with the error in `/readyz` and `zabbix://about`.
+    pub fn new(config: Config) -> Result<Arc<App>, AppError> {
+        let mode = match config.policy_mode {
+            config::PolicyMode::Enforce => PolicyMode::Enforce,
+            config::PolicyMode::DryRun => PolicyMode::DryRun,
+        };
+        let policy = PolicyEngine::load_or_deny_all(&config.policy_dir, mode);
+        if let Some(error) = policy.status().last_error {
+            tracing::error!(%error, "no policy loaded: every call is denied until one loads");
+        }
+        let sink = match &config.decision_log {
+            config::DecisionLogSink::Stdout => DecisionLogSink::Stdout,
+            config::DecisionLogSink::File(path) => DecisionLogSink::File(path.clone()),
+        };
+        let decisions = DecisionLog::open(sink)?;
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
             timeout: config.timeout,
@@ -36,6 +62,8 @@ impl App {
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
             exposure,
+            policy,
+            decisions,
             tools: RwLock::new(None),
         }))
     }

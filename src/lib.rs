@@ -3,7 +3,8 @@
 //! The request path, one module per step: `server` (HTTP, AllowedIP, TLS) → `mcp` (rmcp
 //! handler) → caller resolution (`zabbix::caller`) → `catalog` (tool definitions and
 //! argument validation) → `exposure` (ToolPrefix, allow/deny rules) → `zabbix` (JSON-RPC
-//! client) → `response` (envelope and truncation).
+//! client) → `response` (envelope and truncation). `policy` decides every list, call and
+//! resource read and writes the decision log.
 
 pub mod app;
 pub mod catalog;
@@ -12,6 +13,7 @@ pub mod config;
 pub mod exposure;
 pub mod mcp;
 pub mod pidfile;
+pub mod policy;
 pub mod response;
 pub mod server;
 pub mod telemetry;

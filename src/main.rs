@@ -1,5 +1,6 @@
 //! The `zabbix-mcp-guard` binary: parse the command line, load the configuration, run.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -7,13 +8,14 @@ use zabbix_mcp_guard::app::App;
 use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
 use zabbix_mcp_guard::config::Config;
 use zabbix_mcp_guard::pidfile::PidFile;
+use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::server::Server;
 use zabbix_mcp_guard::telemetry;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
     match cli.action() {
-        Command::Policy { command } => policy(command),
+        Command::Policy { command } => policy(command, cli.params.policy_dir.as_deref()),
         Command::Serve => {
             let config = match Config::load(&cli.sources()) {
                 Ok(config) => config,
@@ -38,13 +40,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn policy(command: PolicyCommand) -> ExitCode {
-    match command {
-        PolicyCommand::Test { .. } | PolicyCommand::Eval { .. } => {
-            eprintln!("zabbix-mcp-guard: policy commands are not available in this build yet");
-            ExitCode::from(2)
-        }
-    }
+/// `policy test [DIR]` and `policy eval --input FILE [--dir DIR]`; DIR defaults to the
+/// `--policy-dir` flag, then `policies`.
+fn policy(command: PolicyCommand, default_dir: Option<&str>) -> ExitCode {
+    let default_dir = PathBuf::from(default_dir.unwrap_or("policies"));
+    let code = match command {
+        PolicyCommand::Test { dir } => policy::cli_test(&dir.unwrap_or(default_dir)),
+        PolicyCommand::Eval { input, dir } => policy::cli_eval(&dir.unwrap_or(default_dir), &input),
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {
@@ -64,7 +68,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
         if config.ignore_url_cert_errors {
             tracing::warn!("IgnoreURLCertErrors=1: the Zabbix API certificate is not verified");
         }
-        let app = App::new(config).context("cannot set up the Zabbix client")?;
+        let app = App::new(config).context("cannot set up the sidecar")?;
         match app.zabbix.version().await {
             Ok(version) => tracing::info!(
                 target: telemetry::LIFECYCLE_TARGET,
@@ -75,6 +79,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
                 tracing::warn!(%error, "Zabbix API not reachable yet; /readyz will say so")
             }
         }
+        reload_on_sighup(&app);
         let server = Server::start(app)
             .await
             .context("cannot start the server")?;
@@ -103,5 +108,25 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+/// SIGHUP reloads the policy set now (the file watcher also picks changes up).
+fn reload_on_sighup(app: &std::sync::Arc<App>) {
+    #[cfg(unix)]
+    {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let kind = tokio::signal::unix::SignalKind::hangup();
+            let Ok(mut hangups) = tokio::signal::unix::signal(kind) else {
+                tracing::warn!("cannot listen for SIGHUP; policy reload by file watching only");
+                return;
+            };
+            while hangups.recv().await.is_some() {
+                if let Err(error) = app.policy.on_sighup() {
+                    tracing::error!(%error, "policy reload failed; the running policy is kept");
+                }
+            }
+        });
     }
 }

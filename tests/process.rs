@@ -35,6 +35,8 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
         .arg(&log)
         .arg("--pid-file")
         .arg(&pid)
+        .arg("--decision-log")
+        .arg(dir.join("decisions.log"))
         .env_remove("RUST_LOG")
         .spawn()
         .unwrap();

@@ -23,6 +23,8 @@ pub enum ToolError {
     Unsupported { message: String },
     #[error("the request reached the tool without a resolved caller")]
     NoCaller,
+    #[error("denied by policy: {}", .reasons.join("; "))]
+    Denied { reasons: Vec<String> },
 }
 
 impl ToolError {
@@ -40,6 +42,7 @@ impl ToolError {
                 ZabbixError::BadUrl { .. } | ZabbixError::Tls(_) => "internal_error",
             },
             ToolError::Unsupported { .. } => "unsupported_version",
+            ToolError::Denied { .. } => "denied",
             ToolError::Response(_) | ToolError::NoCaller => "internal_error",
         }
     }
@@ -64,6 +67,9 @@ impl ToolError {
                 "data".into(),
                 json!({"code": code, "message": message, "data": data}),
             );
+        }
+        if let ToolError::Denied { reasons } = self {
+            body.insert("data".into(), json!({ "reasons": reasons }));
         }
         if let Some(id) = decision_id {
             body.insert("decision_id".into(), json!(id));

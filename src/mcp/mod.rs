@@ -2,6 +2,7 @@
 //! catalog. The caller (resolved by the server layer) arrives in the HTTP request parts.
 
 pub mod errors;
+pub mod gate;
 pub mod resources;
 pub mod tools;
 
@@ -19,6 +20,7 @@ use tracing::Instrument;
 
 use crate::app::App;
 use crate::mcp::errors::{ToolError, internal, unknown_tool};
+use crate::mcp::gate::Subject;
 use crate::zabbix::Caller;
 
 /// One handler per MCP session (or per request when stateless); all share the app.
@@ -65,10 +67,14 @@ impl ServerHandler for GuardHandler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
-        Ok(ListToolsResult::with_all_items(tools.tools.clone()))
+        let subject = Subject::new(&context, &caller, tools.version);
+        Ok(ListToolsResult::with_all_items(tools::offered(
+            &self.app, &tools, &subject,
+        )))
     }
 
     async fn call_tool(
@@ -89,25 +95,19 @@ impl ServerHandler for GuardHandler {
             user.id = %caller.identity.userid,
             token_id = %caller.token_id,
         );
-        let result = tools::call_read(
+        let subject = Subject::new(&context, &caller, tools.version);
+        let result = tools::call(
             &self.app,
             &caller,
+            &subject,
             def,
+            &request.name,
             request.arguments.as_ref(),
             tools.version,
         )
-        .instrument(span.clone())
+        .instrument(span)
         .await;
-        Ok(match result {
-            Ok(result) => result,
-            Err(error) => {
-                span.in_scope(|| {
-                    tracing::info!(error.code = error.code(), error = %error, "tool call failed");
-                });
-                error.into_result(None)
-            }
-        }
-        .into())
+        Ok(result.into())
     }
 
     async fn list_resources(
@@ -121,10 +121,12 @@ impl ServerHandler for GuardHandler {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
-        Ok(resources::templates(&tools))
+        let subject = Subject::new(&context, &caller, tools.version);
+        Ok(resources::templates(&self.app, &tools, &subject))
     }
 
     async fn read_resource(
@@ -135,7 +137,8 @@ impl ServerHandler for GuardHandler {
         let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
         let span = tracing::info_span!("resource_read", mcp.method.name = "resources/read");
-        resources::read(&self.app, &caller, &tools, &request.uri)
+        let subject = Subject::new(&context, &caller, tools.version);
+        resources::read(&self.app, &caller, &subject, &tools, &request.uri)
             .instrument(span)
             .await
             .map(Into::into)

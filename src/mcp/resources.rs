@@ -7,12 +7,14 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::catalog::{self, ResourceKind, params};
 use crate::mcp::errors::{internal, resource_not_found};
-use crate::mcp::tools::ToolList;
+use crate::mcp::gate::{self, Subject};
+use crate::mcp::tools::{ToolList, offered};
+use crate::policy::{Phase, ResourceInfo};
 use crate::zabbix::{Caller, ZabbixError};
 
 pub const ABOUT_URI: &str = "zabbix://about";
@@ -29,7 +31,9 @@ pub fn list() -> ListResourcesResult {
     ListResourcesResult::with_all_items(vec![about])
 }
 
-pub fn templates(tools: &ToolList) -> ListResourceTemplatesResult {
+/// The entity kinds whose tool this caller is offered (exposure and the policy's list phase).
+pub fn templates(app: &App, tools: &ToolList, subject: &Subject) -> ListResourceTemplatesResult {
+    let offered = offered_names(app, tools, subject);
     let mut out = Vec::new();
     for kind in ResourceKind::ALL {
         let Some(def) = catalog::for_resource(kind) else {
@@ -38,7 +42,7 @@ pub fn templates(tools: &ToolList) -> ListResourceTemplatesResult {
         let Some(resource) = def.resource() else {
             continue;
         };
-        if !tools.offers(def.name) {
+        if !offered.contains(&def.name) {
             continue;
         }
         out.push(
@@ -50,14 +54,22 @@ pub fn templates(tools: &ToolList) -> ListResourceTemplatesResult {
     ListResourceTemplatesResult::with_all_items(out)
 }
 
+fn offered_names(app: &App, tools: &ToolList, subject: &Subject) -> Vec<&'static str> {
+    offered(app, tools, subject)
+        .iter()
+        .filter_map(|tool| tools.find(&tool.name).map(|def| def.name))
+        .collect()
+}
+
 pub async fn read(
     app: &App,
     caller: &Caller,
+    subject: &Subject,
     tools: &ToolList,
     uri: &str,
 ) -> Result<ReadResourceResult, McpError> {
     if uri == ABOUT_URI {
-        return text(uri, &about(app, caller, tools));
+        return text(uri, &about(app, caller, subject, tools));
     }
     let Some((kind, id)) = parse(uri) else {
         return Err(resource_not_found(uri));
@@ -65,6 +77,25 @@ pub async fn read(
     let Some(def) = catalog::for_resource(kind).filter(|d| tools.offers(d.name)) else {
         return Err(resource_not_found(uri));
     };
+    // A resource the policy denies does not exist for this caller.
+    let exposed = app.exposure.exposed_name(def.name);
+    let resource = ResourceInfo {
+        uri: uri.to_owned(),
+        kind: kind.as_str().to_owned(),
+        id: id.to_owned(),
+    };
+    let decision = gate::decide(
+        app,
+        subject,
+        Phase::Resource,
+        def,
+        &exposed,
+        Map::new(),
+        Some(resource),
+    );
+    if !decision.allow {
+        return Err(resource_not_found(uri));
+    }
     let (Some(query), Some(resource)) = (def.query.as_ref(), def.resource()) else {
         return Err(resource_not_found(uri));
     };
@@ -98,7 +129,12 @@ fn parse(uri: &str) -> Option<(ResourceKind, &str)> {
     valid.then_some((kind, id))
 }
 
-fn about(app: &App, caller: &Caller, tools: &ToolList) -> Value {
+fn about(app: &App, caller: &Caller, subject: &Subject, tools: &ToolList) -> Value {
+    let status = app.policy.status();
+    let offered: Vec<String> = offered(app, tools, subject)
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
     json!({
         "server": {"name": "zabbix-mcp-guard", "version": env!("CARGO_PKG_VERSION")},
         "api_url": app.zabbix.api_url(),
@@ -112,7 +148,16 @@ fn about(app: &App, caller: &Caller, tools: &ToolList) -> Value {
             "usrgrps": caller.identity.usrgrps,
             "token_id": caller.token_id,
         },
-        "tools": tools.exposed_names(),
+        "tools": offered,
+        "policy": {
+            "dir": status.dir.display().to_string(),
+            "mode": status.mode.as_str(),
+            "revision": status.revision,
+            "loaded": status.loaded,
+            "last_error": status.last_error,
+            "reloads_ok": status.reloads_ok,
+            "reloads_failed": status.reloads_failed,
+        },
     })
 }
 

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::args::Limits;
-use crate::catalog::{self, ToolDef, args, params, schema};
+use crate::catalog::{self, Arguments, ToolDef, args, params, schema};
 use crate::mcp::errors::ToolError;
+use crate::mcp::gate::{self, Outcome, Subject};
+use crate::policy::Phase;
 use crate::response;
 use crate::zabbix::{Caller, ZabbixVersion};
 
@@ -71,23 +72,88 @@ impl ToolList {
     }
 }
 
-/// Runs one read-tool call for `caller`.
-pub async fn call_read(
+/// What the tools offered to one caller are: the version's list, filtered by the policy's
+/// `list` phase.
+pub fn offered(app: &App, tools: &ToolList, subject: &Subject) -> Vec<Tool> {
+    tools
+        .tools
+        .iter()
+        .filter(|tool| {
+            tools.find(&tool.name).is_some_and(|def| {
+                gate::decide(app, subject, Phase::List, def, &tool.name, Map::new(), None).allow
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Runs one tool call: validate, decide, apply the caller's limits, call Zabbix. Failures
+/// are tool results (with the `decision_id` once there is one).
+pub async fn call(
+    app: &App,
+    caller: &Caller,
+    subject: &Subject,
+    def: &'static ToolDef,
+    exposed_name: &str,
+    raw: Option<&Map<String, Value>>,
+    version: ZabbixVersion,
+) -> CallToolResult {
+    let now = unix_now();
+    let mut arguments = match args::validate(def, raw, version, now) {
+        Ok(arguments) => arguments,
+        Err(error) => return failed(ToolError::from(error), None),
+    };
+    let decision = gate::decide(
+        app,
+        subject,
+        Phase::Call,
+        def,
+        exposed_name,
+        arguments.0.clone(),
+        None,
+    );
+    let id = decision.decision_id.as_str();
+    if !decision.allow {
+        let reasons = decision.reasons.clone();
+        return failed(ToolError::Denied { reasons }, Some(id));
+    }
+    let outcome = Outcome::new(&app.decisions, id);
+    let result = match args::enforce_limits(def, &mut arguments, &gate::limits(&decision), now) {
+        Ok(()) => call_read(app, caller, def, &arguments, version).await,
+        Err(error) => Err(ToolError::from(error)),
+    };
+    match result {
+        Ok((result, count)) => {
+            outcome.finish(json!({"ok": true, "count": count}));
+            result
+        }
+        Err(error) => {
+            outcome
+                .finish(json!({"ok": false, "code": error.code(), "message": error.to_string()}));
+            failed(error, Some(id))
+        }
+    }
+}
+
+fn failed(error: ToolError, decision_id: Option<&str>) -> CallToolResult {
+    tracing::info!(error.code = error.code(), error = %error, "tool call failed");
+    error.into_result(decision_id)
+}
+
+/// Runs one read-tool call for `caller` with validated, limited arguments.
+async fn call_read(
     app: &App,
     caller: &Caller,
     def: &'static ToolDef,
-    raw: Option<&Map<String, Value>>,
+    arguments: &Arguments,
     version: ZabbixVersion,
-) -> Result<CallToolResult, ToolError> {
+) -> Result<(CallToolResult, usize), ToolError> {
     let Some(query) = def.query.as_ref() else {
         return Err(ToolError::Unsupported {
             message: format!("{} is not a read tool", def.name),
         });
     };
-    let now = unix_now();
-    let mut arguments = args::validate(def, raw, version, now)?;
-    args::enforce_limits(def, &mut arguments, &Limits::default(), now)?;
-    let request = params::read_params(def, query, &arguments, version);
+    let request = params::read_params(def, query, arguments, version);
     let result = app
         .zabbix
         .call(def.method, &request, Some((&caller.token, version)))
@@ -97,7 +163,7 @@ pub async fn call_read(
             format!("{} did not return a list", def.method),
         )));
     };
-    let shape = params::shape(query, &arguments);
+    let shape = params::shape(query, arguments);
     let resource = query.resource.as_ref().map(|r| r.kind);
     for record in &mut records {
         params::shape_record(record, query.selects, shape.id_field, resource, version);
@@ -109,9 +175,10 @@ pub async fn call_read(
         truncated_by = envelope.truncated_by.map(|t| t.as_str()),
         "read tool answered"
     );
+    let count = envelope.count;
     let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
     result.structured_content = Some(envelope.value);
-    Ok(result)
+    Ok((result, count))
 }
 
 pub fn unix_now() -> i64 {

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::config::{SessionMode, TlsAccept};
 use crate::mcp::GuardHandler;
+use crate::policy::DEFAULT_POLL_INTERVAL;
 use crate::server::guard::AllowedHosts;
 use crate::server::routes::{McpEndpoint, McpService};
 
@@ -56,6 +57,7 @@ pub struct Server {
     /// Ends rmcp's sessions, only after the connections drained, so in-flight calls finish.
     mcp_cancel: CancellationToken,
     tasks: JoinSet<()>,
+    policy_watcher: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
@@ -94,11 +96,13 @@ impl Server {
                 cancel.clone(),
             ));
         }
+        let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
         Ok(Server {
             addrs,
             cancel,
             mcp_cancel,
             tasks,
+            policy_watcher,
         })
     }
 
@@ -111,6 +115,7 @@ impl Server {
         self.cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.mcp_cancel.cancel();
+        self.policy_watcher.abort();
     }
 
     /// Serves until `signal` completes, then shuts down gracefully.

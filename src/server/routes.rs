@@ -76,11 +76,25 @@ pub async fn handle(
     }
 }
 
+/// Ready when Zabbix answers and a policy set is loaded (without one every call is denied).
 async fn readiness(app: &App) -> Response<Body> {
+    let policy = app.policy.status();
+    let policy_json = json!({
+        "loaded": policy.loaded,
+        "revision": policy.revision,
+        "mode": policy.mode.as_str(),
+        "last_error": policy.last_error,
+        "reloads_failed": policy.reloads_failed,
+    });
     match app.zabbix.refresh_version().await {
-        Ok(version) => json_response(
+        Ok(version) if policy.loaded => json_response(
             StatusCode::OK,
-            &json!({"status": "ready", "zabbix_version": version.to_string()}),
+            &json!({"status": "ready", "zabbix_version": version.to_string(), "policy": policy_json}),
+        ),
+        Ok(version) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "not ready", "reason": "no policy loaded",
+                    "zabbix_version": version.to_string(), "policy": policy_json}),
         ),
         Err(error) => json_response(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -20,7 +20,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 use zabbix_mcp_guard::app::App;
-use zabbix_mcp_guard::config::Config;
+use zabbix_mcp_guard::config::{Config, DecisionLogSink};
 use zabbix_mcp_guard::server::Server;
 
 pub type Client = RunningService<RoleClient, ClientConfig>;
@@ -94,11 +94,24 @@ impl Guard {
     }
 }
 
+/// A test configuration: loopback, a free port, the shipped default policy, and a decision
+/// log file of its own (stdout would mix into the test output).
 pub fn config_for(zabbix_url: &str) -> Config {
     let mut config = Config::new(zabbix_url, "127.0.0.1,::1").expect("valid test config");
     config.listen_ip = vec!["127.0.0.1".parse().expect("ip")];
     config.listen_port = 0;
+    config.policy_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");
+    config.decision_log = DecisionLogSink::File(temp_path("decisions.log"));
     config
+}
+
+/// A fresh path under the temp directory, unique per call.
+pub fn temp_path(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("zmg-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
 }
 
 pub async fn start(lab: &Lab) -> Guard {

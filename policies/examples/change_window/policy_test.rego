@@ -1,0 +1,103 @@
+package zabbix.mcp_test
+
+import rego.v1
+
+import data.zabbix.mcp
+
+# 2026-01-07 is a Wednesday, 2026-01-10 a Saturday.
+wednesday_10h := 1767780000
+
+saturday_10h := 1768039200
+
+monday_07h59m59s := 1767599999
+
+monday_08h := 1767600000
+
+friday_17h59m59s := 1767981599
+
+friday_18h := 1767981600
+
+tool(name, kind, method) := {
+	"name": name, "exposed_name": name, "kind": kind,
+	"method": method, "destructive": name == "maintenance_delete", "idempotent": true,
+}
+
+create := tool("maintenance_create", "write", "maintenance.create")
+
+update := tool("maintenance_update", "write", "maintenance.update")
+
+delete := tool("maintenance_delete", "write", "maintenance.delete")
+
+call(t, args, now) := {
+	"version": 1, "phase": "call", "tool": t, "arguments": args,
+	"caller": {
+		"userid": "1", "username": "Admin", "type": 3, "roleid": "3",
+		"usrgrps": ["Zabbix administrators"], "token_id": "0f0f0f0f0f0f0f0f",
+	},
+	"client": {
+		"address": "10.0.0.7", "name": "claude-code", "version": "2.1",
+		"protocol_version": "2025-11-25", "elicitation": ["form"],
+	},
+	"zabbix": {"version": "7.0.22"}, "now": now,
+}
+
+good_create := {"name": "patch", "groupids": ["2"], "active_since": 1767780000, "active_till": 1767783600}
+
+test_create_in_window_allowed_with_required_approval if {
+	d := mcp.decision with input as call(create, good_create, wednesday_10h)
+	d.allow == true
+	d.approval == "required"
+}
+
+test_window_edges if {
+	first := mcp.decision with input as call(create, good_create, monday_08h)
+	first.allow == true
+	last := mcp.decision with input as call(create, good_create, friday_17h59m59s)
+	last.allow == true
+	early := mcp.decision with input as call(create, good_create, monday_07h59m59s)
+	early.allow == false
+	late := mcp.decision with input as call(create, good_create, friday_18h)
+	late.allow == false
+}
+
+test_weekend_denied if {
+	d := mcp.decision with input as call(delete, {"maintenanceids": ["5"]}, saturday_10h)
+	d.allow == false
+	d.reasons == {"maintenance_delete is only allowed Monday, Tuesday, Wednesday, Thursday, Friday, 08:00-18:00 UTC"}
+}
+
+test_foreign_group_denied if {
+	d := mcp.decision with input as call(create, object.union(good_create, {"groupids": ["2", "9"]}), wednesday_10h)
+	d.allow == false
+	d.reasons == {"host group 9 is outside the change window scope"}
+}
+
+test_create_without_groups_or_with_hosts_denied if {
+	no_groups := object.remove(good_create, ["groupids"])
+	hosts_only := mcp.decision with input as call(create, object.union(no_groups, {"hostids": ["10084"]}), wednesday_10h)
+	hosts_only.allow == false
+	both := mcp.decision with input as call(create, object.union(good_create, {"hostids": ["10084"]}), wednesday_10h)
+	both.allow == false
+	update_hosts := mcp.decision with input as call(update, {"maintenanceid": "5", "hostids": ["10084"]}, wednesday_10h)
+	update_hosts.allow == false
+}
+
+test_update_in_window_allowed if {
+	d := mcp.decision with input as call(update, {"maintenanceid": "5", "groupids": ["4"]}, wednesday_10h)
+	d.allow == true
+	d.approval == "required"
+}
+
+test_listed_outside_window if {
+	d := mcp.decision with input as object.union(call(create, {}, saturday_10h), {"phase": "list"})
+	d.allow == true
+}
+
+test_other_tools_unaffected if {
+	d := mcp.decision with input as call(tool("maintenance_get", "read", "maintenance.get"), {}, saturday_10h)
+	d.allow == true
+	d.approval == "none"
+	a := mcp.decision with input as call(tool("problem_acknowledge", "write", "event.acknowledge"), {"eventids": ["1"]}, saturday_10h)
+	a.allow == true
+	a.approval == "if_supported"
+}

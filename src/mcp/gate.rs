@@ -1,0 +1,174 @@
+//! The policy gate: builds the input document for a phase (list, call, resource), asks the
+//! engine, and writes the decision log line. Later events of a call (the Zabbix outcome)
+//! go to the log under the same `decision_id`, even when the client goes away.
+
+use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+
+use crate::app::App;
+use crate::catalog::args::Limits;
+use crate::catalog::{
+    DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS, MAX_LIMIT,
+};
+use crate::catalog::{ToolDef, ToolKind};
+use crate::policy::{
+    CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, ToolInfo,
+    ZabbixInfo,
+};
+use crate::zabbix::{Caller, ZabbixVersion};
+
+/// Who asks, from where, with which client, against which Zabbix: the parts of the input
+/// document that are the same for every decision of one request.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub caller: CallerInfo,
+    pub client: ClientInfo,
+    pub zabbix: ZabbixInfo,
+}
+
+/// Writes a final event for a call if it ends without one (the client disconnected and
+/// the call was dropped), so every decided call has an outcome in the log.
+pub struct Outcome {
+    log: DecisionLog,
+    decision_id: String,
+    written: bool,
+}
+
+impl Subject {
+    pub fn new(
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+        version: ZabbixVersion,
+    ) -> Self {
+        let identity = &caller.identity;
+        let peer = context.peer.peer_info();
+        let client = peer.as_ref().map(|info| &info.client_info);
+        let mut elicitation: Vec<String> = context
+            .peer
+            .supported_elicitation_modes()
+            .into_iter()
+            .filter_map(|mode| match mode {
+                ElicitationMode::Form => Some("form".to_owned()),
+                ElicitationMode::Url => Some("url".to_owned()),
+                // rmcp may learn modes the policy input does not name yet.
+                _ => None,
+            })
+            .collect();
+        elicitation.sort();
+        Subject {
+            caller: CallerInfo {
+                userid: identity.userid.clone(),
+                username: identity.username.clone(),
+                user_type: u32::try_from(identity.user_type).unwrap_or(0),
+                roleid: identity.roleid.clone(),
+                usrgrps: identity.usrgrps.clone(),
+                token_id: caller.token_id.clone(),
+            },
+            client: ClientInfo {
+                address: caller.address.to_string(),
+                name: client.map(|c| c.name.clone()),
+                version: client.map(|c| c.version.clone()),
+                protocol_version: context.protocol_version().map(|v| v.to_string()),
+                elicitation,
+            },
+            zabbix: ZabbixInfo {
+                version: version.to_string(),
+            },
+        }
+    }
+}
+
+fn tool_info(def: &ToolDef, exposed_name: &str) -> ToolInfo {
+    ToolInfo {
+        name: def.name.to_owned(),
+        exposed_name: exposed_name.to_owned(),
+        kind: match def.kind {
+            ToolKind::Read => crate::policy::ToolKind::Read,
+            ToolKind::Write => crate::policy::ToolKind::Write,
+        },
+        method: def.method.as_str().to_owned(),
+        destructive: def.destructive,
+        idempotent: def.idempotent,
+    }
+}
+
+/// Decides one phase for one tool and logs the decision.
+pub fn decide(
+    app: &App,
+    subject: &Subject,
+    phase: Phase,
+    def: &ToolDef,
+    exposed_name: &str,
+    arguments: Map<String, Value>,
+    resource: Option<ResourceInfo>,
+) -> Decision {
+    let mut input = PolicyInput::new(
+        phase,
+        tool_info(def, exposed_name),
+        subject.caller.clone(),
+        subject.client.clone(),
+        subject.zabbix.clone(),
+    );
+    input.arguments = arguments;
+    input.resource = resource;
+    let decision = app.policy.decide(&input);
+    app.decisions.record(&decision, &input);
+    if !decision.allow || decision.dry_run_would_deny {
+        tracing::info!(
+            decision_id = %decision.decision_id,
+            gen_ai.tool.name = def.name,
+            allow = decision.allow,
+            reasons = ?decision.reasons,
+            "policy denied"
+        );
+    }
+    decision
+}
+
+/// The caller's limits as the decision sets them; what it leaves out keeps the defaults.
+pub fn limits(decision: &Decision) -> Limits {
+    let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    Limits {
+        max_limit: decision.max_limit.unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
+        history_max_window_seconds: decision
+            .history
+            .as_ref()
+            .map_or(DEFAULT_HISTORY_MAX_WINDOW_SECONDS, |h| {
+                clamp(h.max_window_seconds)
+            }),
+        history_max_age_seconds: decision
+            .history
+            .as_ref()
+            .map_or(DEFAULT_HISTORY_MAX_AGE_SECONDS, |h| {
+                clamp(h.max_age_seconds)
+            }),
+    }
+}
+
+impl Outcome {
+    pub fn new(log: &DecisionLog, decision_id: &str) -> Self {
+        Outcome {
+            log: log.clone(),
+            decision_id: decision_id.to_owned(),
+            written: false,
+        }
+    }
+
+    /// Records how the call ended (`{"ok": true, ...}` or an error code).
+    pub fn finish(mut self, data: Value) {
+        self.log.event(&self.decision_id, "zabbix_result", data);
+        self.written = true;
+    }
+}
+
+impl Drop for Outcome {
+    fn drop(&mut self) {
+        if !self.written {
+            self.log.event(
+                &self.decision_id,
+                "zabbix_result",
+                json!({"ok": false, "code": "cancelled", "message": "the client went away before the call finished"}),
+            );
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Compiling a policy set and evaluating it. The set is compiled once into an RVM program
+//! shared by all threads; each thread keeps its own VM for the current set (a VM is
+//! mutable while it runs), so the hot path is `set_input` + `execute` with no locking and
+//! no allocation beyond the input itself.
+
+use std::cell::RefCell;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use regorus::languages::rego::compiler::Compiler;
+use regorus::rvm::program::Program;
+use regorus::rvm::vm::RegoVM;
+use regorus::utils::limits::ExecutionTimerConfig;
+use regorus::{CompiledPolicy, Engine, Value};
+
+use super::source::{PolicySources, Revision};
+use super::{ENTRYPOINT, PolicyError};
+
+/// Instruction budget per evaluation. The shipped policies need a few hundred; the
+/// regorus default (25 000) could be hit by a legitimate loop over a long ID list.
+const MAX_INSTRUCTIONS: usize = 1_000_000;
+
+/// Wall-clock budget per evaluation, checked every `TIMER_CHECK_INTERVAL` instructions.
+const EVAL_TIME_LIMIT: Duration = Duration::from_millis(50);
+const TIMER_CHECK_INTERVAL: u32 = 1024;
+
+/// Makes every compiled set distinguishable from every other (thread-local VM caches key
+/// on it), also across engines in one process.
+static NEXT_SET_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One compiled policy directory.
+pub(crate) struct PolicySet {
+    pub(crate) id: u64,
+    pub(crate) revision: Revision,
+    /// `data` as loaded from `data.json` (an empty object without one).
+    data: Value,
+    evaluator: Evaluator,
+}
+
+/// How a set is evaluated.
+enum Evaluator {
+    /// The compiled VM: the normal case.
+    Vm(Arc<Program>),
+    /// The tree-walking interpreter, only for a set the VM compiler rejected.
+    Interpreter(Box<CompiledPolicy>),
+}
+
+/// A thread's VM, loaded with one set's program and data.
+struct CachedVm {
+    set_id: u64,
+    vm: RegoVM,
+}
+
+thread_local! {
+    static VM: RefCell<Option<CachedVm>> = const { RefCell::new(None) };
+}
+
+impl std::fmt::Debug for PolicySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Programs and data are large and say nothing useful in a log line.
+        f.debug_struct("PolicySet")
+            .field("id", &self.id)
+            .field("revision", &self.revision)
+            .field("vm", &self.uses_vm())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicySet {
+    /// Parses, compiles and prepares the VM program of `sources`.
+    pub(crate) fn compile(sources: &PolicySources) -> Result<Self, PolicyError> {
+        let data = parse_data(sources)?;
+        let mut engine = Engine::new();
+        engine.set_execution_timer_config(timer_config());
+        for (name, contents) in &sources.modules {
+            engine
+                .add_policy(name.clone(), contents.clone())
+                .map_err(|e| PolicyError::Compile(e.to_string()))?;
+        }
+        engine
+            .add_data(data.clone())
+            .map_err(|e| PolicyError::Compile(format!("data.json: {e}")))?;
+        let compiled = engine
+            .compile_with_entrypoint(&ENTRYPOINT.into())
+            .map_err(|e| PolicyError::Compile(format!("{ENTRYPOINT}: {e}")))?;
+        let evaluator = match Compiler::compile_from_policy(&compiled, &[ENTRYPOINT]) {
+            Ok(program) => {
+                // Data that collides with a rule path is only detected when a VM takes it.
+                new_vm(&program, &data)?;
+                Evaluator::Vm(program)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    revision = %sources.revision,
+                    error = %e,
+                    "policy set not supported by the regorus VM; using the slower interpreter"
+                );
+                Evaluator::Interpreter(Box::new(compiled))
+            }
+        };
+        Ok(Self {
+            id: NEXT_SET_ID.fetch_add(1, Ordering::Relaxed),
+            revision: sources.revision.clone(),
+            data,
+            evaluator,
+        })
+    }
+
+    /// Whether decisions run on the compiled VM (false: interpreter fallback).
+    pub(crate) fn uses_vm(&self) -> bool {
+        matches!(self.evaluator, Evaluator::Vm(_))
+    }
+
+    /// Evaluates the entrypoint for `input`. `Ok(Value::Undefined)` means the policy
+    /// produced no decision.
+    pub(crate) fn evaluate(&self, input: Value) -> Result<Value, PolicyError> {
+        match &self.evaluator {
+            Evaluator::Vm(program) => self.evaluate_vm(program, input),
+            Evaluator::Interpreter(compiled) => compiled
+                .eval_with_input(input)
+                .map_err(|e| PolicyError::Eval(e.to_string())),
+        }
+    }
+
+    fn evaluate_vm(&self, program: &Arc<Program>, input: Value) -> Result<Value, PolicyError> {
+        VM.with(|cell| {
+            // A re-entrant call cannot happen today; if it ever does, a throwaway VM
+            // keeps it correct instead of panicking on the RefCell.
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                let mut vm = new_vm(program, &self.data)?;
+                return run(&mut vm, input);
+            };
+            let cached = match slot.take() {
+                Some(c) if c.set_id == self.id => c,
+                _ => CachedVm {
+                    set_id: self.id,
+                    vm: new_vm(program, &self.data)?,
+                },
+            };
+            let mut cached = cached;
+            let result = run(&mut cached.vm, input);
+            // A VM that failed mid-run is dropped rather than trusted with the next call.
+            if result.is_ok() {
+                *slot = Some(cached);
+            }
+            result
+        })
+    }
+}
+
+fn run(vm: &mut RegoVM, input: Value) -> Result<Value, PolicyError> {
+    vm.set_input(input);
+    let result = vm.execute().map_err(|e| PolicyError::Eval(e.to_string()));
+    // Do not keep the caller's arguments alive in an idle thread-local.
+    vm.set_input(Value::Null);
+    result
+}
+
+fn new_vm(program: &Arc<Program>, data: &Value) -> Result<RegoVM, PolicyError> {
+    let mut vm = RegoVM::new();
+    vm.load_program(Arc::clone(program));
+    vm.set_max_instructions(MAX_INSTRUCTIONS);
+    vm.set_execution_timer_config(Some(timer_config()));
+    vm.set_data(data.clone())
+        .map_err(|e| PolicyError::Compile(format!("data.json conflicts with the policy: {e}")))?;
+    Ok(vm)
+}
+
+fn timer_config() -> ExecutionTimerConfig {
+    ExecutionTimerConfig {
+        limit: EVAL_TIME_LIMIT,
+        check_interval: NonZeroU32::new(TIMER_CHECK_INTERVAL).unwrap_or(NonZeroU32::MIN),
+    }
+}
+
+fn parse_data(sources: &PolicySources) -> Result<Value, PolicyError> {
+    let Some(text) = &sources.data else {
+        return Ok(Value::new_object());
+    };
+    let bad = |message: String| PolicyError::Data {
+        path: sources.data_path(),
+        message,
+    };
+    let value = Value::from_json_str(text).map_err(|e| bad(e.to_string()))?;
+    if !matches!(value, Value::Object(_)) {
+        return Err(bad("the top level must be an object".into()));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use regorus::Value;
+
+    use super::PolicySet;
+    use crate::policy::PolicyError;
+    use crate::policy::source::tests::temp_dir;
+    use crate::policy::source::{Files, PolicySources};
+
+    fn compile(policy: &str, data: Option<&str>) -> Result<PolicySet, PolicyError> {
+        let dir = temp_dir("compile");
+        fs::write(dir.join("p.rego"), policy).expect("write");
+        if let Some(data) = data {
+            fs::write(dir.join("data.json"), data).expect("write");
+        }
+        let sources = PolicySources::read(&dir, Files::Policies).expect("read");
+        fs::remove_dir_all(&dir).ok();
+        PolicySet::compile(&sources)
+    }
+
+    #[test]
+    fn evaluates_with_data_on_the_vm() {
+        let set = compile(
+            "package zabbix.mcp\nimport rego.v1\n\
+             decision := {\"allow\": input.x in data.allowed}\n",
+            Some(r#"{"allowed": [1, 2]}"#),
+        )
+        .expect("compiles");
+        assert!(set.uses_vm());
+        let yes = set
+            .evaluate(Value::from_json_str(r#"{"x": 2}"#).expect("json"))
+            .expect("evaluates");
+        assert_eq!(yes["allow"], Value::from(true));
+        let no = set
+            .evaluate(Value::from_json_str(r#"{"x": 3}"#).expect("json"))
+            .expect("evaluates");
+        assert_eq!(no["allow"], Value::from(false));
+    }
+
+    #[test]
+    fn compile_errors_are_reported() {
+        let syntax = compile("package zabbix.mcp\ndecision := {", None);
+        assert!(matches!(syntax, Err(PolicyError::Compile(_))), "{syntax:?}");
+        let missing = compile("package zabbix.mcp\nother := 1\n", None);
+        assert!(
+            matches!(missing, Err(PolicyError::Compile(_))),
+            "{missing:?}"
+        );
+        let data = compile("package zabbix.mcp\ndecision := {}\n", Some("[1]"));
+        assert!(matches!(data, Err(PolicyError::Data { .. })), "{data:?}");
+    }
+
+    #[test]
+    fn sets_the_vm_rejects_fall_back_to_the_interpreter() {
+        // regorus 0.14.1's VM compiler refuses reads of `data` as a whole.
+        let set = compile(
+            "package zabbix.mcp\nimport rego.v1\n\
+             decision := {\"allow\": object.get(data, \"open\", false)}\n",
+            Some(r#"{"open": true}"#),
+        )
+        .expect("compiles");
+        assert!(!set.uses_vm());
+        let d = set.evaluate(Value::new_object()).expect("evaluates");
+        assert_eq!(d["allow"], Value::from(true));
+    }
+
+    #[test]
+    fn runaway_policies_hit_the_instruction_limit() {
+        let set = compile(
+            "package zabbix.mcp\nimport rego.v1\n\
+             n := numbers.range(1, 5000)\n\
+             decision := {\"allow\": count([1 | some a in n; some b in n; a == b]) > 0}\n",
+            None,
+        )
+        .expect("compiles");
+        let err = set.evaluate(Value::new_object()).expect_err("limit");
+        assert!(matches!(err, PolicyError::Eval(_)), "{err:?}");
+    }
+}

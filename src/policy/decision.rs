@@ -1,0 +1,360 @@
+//! The decision: what the rest of the sidecar acts on, parsed strictly from the raw value
+//! of `data.zabbix.mcp.decision`. Only a well-formed object with `allow == true` allows;
+//! every other shape denies with a reason that names what was wrong.
+
+use std::sync::LazyLock;
+
+use regorus::Value;
+use serde::{Deserialize, Serialize};
+
+use super::input::ToolKind;
+
+/// The outcome of one policy evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// UUID v4; returned to the agent with every denial and keys the decision log.
+    pub decision_id: String,
+    /// The effective verdict. In dry-run mode a would-be denial is `true` here and
+    /// `dry_run_would_deny` is set.
+    pub allow: bool,
+    /// Why the policy denied (or, in dry-run, would have denied).
+    pub reasons: Vec<String>,
+    pub approval: Approval,
+    /// `None`: the policy set no limit, so the catalog default (7 days) applies.
+    pub history: Option<HistoryLimits>,
+    /// `None`: the policy set no cap, so the tool's own maximum applies.
+    pub max_limit: Option<u32>,
+    /// Dry-run mode only: the policy denied, but the call goes through.
+    pub dry_run_would_deny: bool,
+    /// Wall time of the evaluation, conversion of the input included.
+    pub eval_ns: u64,
+    /// Revision of the policy set that decided; empty if none was loaded.
+    pub revision: String,
+    /// The raw policy result, for the decision log; `Undefined` if there was none.
+    #[serde(skip)]
+    pub(crate) raw: Value,
+}
+
+/// Whether a write needs a human yes before it is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Apply without asking.
+    None,
+    /// Ask when the client can elicit, else apply (the official server's behaviour).
+    IfSupported,
+    /// Never apply without a human yes; refuse when the client cannot ask.
+    Required,
+}
+
+/// History window limits for `history_get`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryLimits {
+    /// Widest allowed `time_till - time_from`.
+    pub max_window_seconds: u64,
+    /// How far back `time_from` may reach from now.
+    pub max_age_seconds: u64,
+}
+
+/// The validated content of a decision object, before mode and bookkeeping are applied.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Verdict {
+    pub(crate) allow: bool,
+    pub(crate) reasons: Vec<String>,
+    pub(crate) approval: Approval,
+    pub(crate) history: Option<HistoryLimits>,
+    pub(crate) max_limit: Option<u32>,
+}
+
+/// Decision keys as regorus strings, allocated once: looking a key up takes a `Value`.
+struct Keys {
+    allow: Value,
+    reasons: Value,
+    approval: Value,
+    history: Value,
+    max_limit: Value,
+    max_window_seconds: Value,
+    max_age_seconds: Value,
+}
+
+static KEYS: LazyLock<Keys> = LazyLock::new(|| Keys {
+    allow: Value::from("allow"),
+    reasons: Value::from("reasons"),
+    approval: Value::from("approval"),
+    history: Value::from("history"),
+    max_limit: Value::from("max_limit"),
+    max_window_seconds: Value::from("max_window_seconds"),
+    max_age_seconds: Value::from("max_age_seconds"),
+});
+
+impl Decision {
+    /// A denial that did not come from a policy evaluation (e.g. a later check in the
+    /// request path), with a fresh id.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self {
+            decision_id: new_decision_id(),
+            allow: false,
+            reasons: vec![reason.into()],
+            approval: Approval::None,
+            history: None,
+            max_limit: None,
+            dry_run_would_deny: false,
+            eval_ns: 0,
+            revision: String::new(),
+            raw: Value::Undefined,
+        }
+    }
+
+    /// The raw policy result as JSON (`None` if the policy produced none), as logged.
+    pub fn raw_result(&self) -> Option<serde_json::Value> {
+        if self.raw == Value::Undefined {
+            return None;
+        }
+        serde_json::to_value(&self.raw).ok()
+    }
+}
+
+impl Approval {
+    /// The policy spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::IfSupported => "if_supported",
+            Self::Required => "required",
+        }
+    }
+
+    /// What applies when the policy does not say: the official server's behaviour, so a
+    /// minimal policy does not silently drop the approval step of writes.
+    pub(crate) const fn default_for(kind: ToolKind) -> Self {
+        match kind {
+            ToolKind::Read => Self::None,
+            ToolKind::Write => Self::IfSupported,
+        }
+    }
+}
+
+impl Verdict {
+    /// Parses a raw policy result. `Err` carries the reason the value is malformed; the
+    /// caller turns it into a denial.
+    pub(crate) fn parse(raw: &Value, kind: ToolKind) -> Result<Self, String> {
+        let object = match raw {
+            Value::Undefined => {
+                return Err(
+                    "policy result undefined (no data.zabbix.mcp.decision for this input)".into(),
+                );
+            }
+            Value::Object(object) => object,
+            other => {
+                return Err(format!(
+                    "decision is not an object (got {})",
+                    type_name(other)
+                ));
+            }
+        };
+        let keys = &*KEYS;
+        let allow = match object.get(&keys.allow) {
+            None => return Err("decision has no allow field".into()),
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err("allow is not a boolean".into()),
+        };
+        let reasons = object
+            .get(&keys.reasons)
+            .map_or(Ok(Vec::new()), parse_reasons)?;
+        let approval = object
+            .get(&keys.approval)
+            .map_or(Ok(Approval::default_for(kind)), parse_approval)?;
+        let history = object.get(&keys.history).map(parse_history).transpose()?;
+        let max_limit = object
+            .get(&keys.max_limit)
+            .map(parse_max_limit)
+            .transpose()?;
+        Ok(Self {
+            allow,
+            reasons,
+            approval,
+            history,
+            max_limit,
+        })
+    }
+}
+
+/// A fresh decision id.
+pub(crate) fn new_decision_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn parse_reasons(value: &Value) -> Result<Vec<String>, String> {
+    const BAD: &str = "reasons must be an array or set of strings";
+    // Rego's `reasons contains msg if ...` produces a set; literals produce arrays.
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        Value::Set(items) => items.iter().collect(),
+        _ => return Err(BAD.into()),
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::String(s) => Ok(s.to_string()),
+            _ => Err(BAD.to_string()),
+        })
+        .collect()
+}
+
+fn parse_approval(value: &Value) -> Result<Approval, String> {
+    match value {
+        Value::String(s) => match s.as_ref() {
+            "none" => Ok(Approval::None),
+            "if_supported" => Ok(Approval::IfSupported),
+            "required" => Ok(Approval::Required),
+            _ => Err("approval must be one of none|if_supported|required".into()),
+        },
+        _ => Err("approval must be one of none|if_supported|required".into()),
+    }
+}
+
+fn parse_history(value: &Value) -> Result<HistoryLimits, String> {
+    const BAD: &str = "history must be an object with non-negative integer max_window_seconds and max_age_seconds";
+    let Value::Object(object) = value else {
+        return Err(BAD.into());
+    };
+    let seconds = |key: &Value| match object.get(key) {
+        Some(Value::Number(n)) => n.as_u64().ok_or_else(|| BAD.to_string()),
+        _ => Err(BAD.to_string()),
+    };
+    Ok(HistoryLimits {
+        max_window_seconds: seconds(&KEYS.max_window_seconds)?,
+        max_age_seconds: seconds(&KEYS.max_age_seconds)?,
+    })
+}
+
+fn parse_max_limit(value: &Value) -> Result<u32, String> {
+    const BAD: &str = "max_limit must be a positive integer";
+    match value {
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| BAD.into()),
+        _ => Err(BAD.into()),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Set(_) => "set",
+        Value::Object(_) => "object",
+        Value::Undefined => "undefined",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use regorus::Value;
+
+    use super::{Approval, HistoryLimits, ToolKind, Verdict};
+
+    fn parse(json: &str, kind: ToolKind) -> Result<Verdict, String> {
+        Verdict::parse(&Value::from_json_str(json).expect("json"), kind)
+    }
+
+    #[test]
+    fn full_decision_parses() {
+        let v = parse(
+            r#"{"allow": true, "reasons": [], "approval": "required",
+                "history": {"max_window_seconds": 3600, "max_age_seconds": 86400},
+                "max_limit": 50, "extra": "ignored"}"#,
+            ToolKind::Write,
+        )
+        .expect("well-formed");
+        assert!(v.allow);
+        assert_eq!(v.approval, Approval::Required);
+        assert_eq!(
+            v.history,
+            Some(HistoryLimits {
+                max_window_seconds: 3600,
+                max_age_seconds: 86400
+            })
+        );
+        assert_eq!(v.max_limit, Some(50));
+    }
+
+    #[test]
+    fn minimal_decision_gets_defaults_by_tool_kind() {
+        let read = parse(r#"{"allow": true}"#, ToolKind::Read).expect("ok");
+        assert_eq!(read.approval, Approval::None);
+        assert_eq!((read.history, read.max_limit), (None, None));
+        let write = parse(r#"{"allow": true}"#, ToolKind::Write).expect("ok");
+        assert_eq!(write.approval, Approval::IfSupported);
+    }
+
+    #[test]
+    fn reasons_may_be_a_set() {
+        let mut object = regorus::Value::new_object();
+        let mut set = regorus::Value::new_set();
+        set.as_set_mut().expect("set").insert(Value::from("nope"));
+        let map = object.as_object_mut().expect("object");
+        map.insert(Value::from("allow"), Value::from(false));
+        map.insert(Value::from("reasons"), set);
+        let v = Verdict::parse(&object, ToolKind::Read).expect("ok");
+        assert_eq!(v.reasons, vec!["nope".to_string()]);
+    }
+
+    #[test]
+    fn malformed_decisions_name_the_problem() {
+        let cases = [
+            ("true", "decision is not an object (got boolean)"),
+            ("[]", "decision is not an object (got array)"),
+            ("{}", "decision has no allow field"),
+            (r#"{"allow": "true"}"#, "allow is not a boolean"),
+            (r#"{"allow": 1}"#, "allow is not a boolean"),
+            (
+                r#"{"allow": true, "approval": "maybe"}"#,
+                "approval must be one of",
+            ),
+            (
+                r#"{"allow": true, "approval": 1}"#,
+                "approval must be one of",
+            ),
+            (r#"{"allow": true, "reasons": "x"}"#, "reasons must be"),
+            (r#"{"allow": true, "reasons": [1]}"#, "reasons must be"),
+            (r#"{"allow": true, "history": 3600}"#, "history must be"),
+            (
+                r#"{"allow": true, "history": {"max_window_seconds": 1}}"#,
+                "history must be",
+            ),
+            (
+                r#"{"allow": true, "history": {"max_window_seconds": -1, "max_age_seconds": 1}}"#,
+                "history must be",
+            ),
+            (r#"{"allow": true, "history": null}"#, "history must be"),
+            (r#"{"allow": true, "max_limit": 0}"#, "max_limit must be"),
+            (r#"{"allow": true, "max_limit": 1.5}"#, "max_limit must be"),
+            (r#"{"allow": true, "max_limit": "10"}"#, "max_limit must be"),
+            (
+                r#"{"allow": true, "max_limit": 5000000000}"#,
+                "max_limit must be",
+            ),
+        ];
+        for (json, expected) in cases {
+            let err = parse(json, ToolKind::Read).expect_err(json);
+            assert!(err.starts_with(expected), "{json}: {err}");
+        }
+        let undefined = Verdict::parse(&Value::Undefined, ToolKind::Read).expect_err("undefined");
+        assert!(undefined.starts_with("policy result undefined"));
+    }
+
+    #[test]
+    fn approval_serde_spelling() {
+        assert_eq!(
+            serde_json::to_string(&Approval::IfSupported).expect("ser"),
+            "\"if_supported\""
+        );
+        assert_eq!(Approval::Required.as_str(), "required");
+    }
+}
