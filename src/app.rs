@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::config::{self, Config};
 use crate::exposure::Exposure;
+use crate::mcp::approval::{ApprovalError, Approver};
 use crate::mcp::tools::ToolList;
 use crate::policy::{DecisionLog, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode};
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
@@ -22,6 +23,7 @@ pub struct App {
     pub exposure: Exposure,
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
+    pub approver: Approver,
     tools: RwLock<Option<Arc<ToolList>>>,
 }
 
@@ -31,6 +33,8 @@ pub enum AppError {
     Zabbix(#[from] ZabbixError),
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
 }
 
 impl App {
@@ -50,6 +54,7 @@ impl App {
             config::DecisionLogSink::File(path) => DecisionLogSink::File(path.clone()),
         };
         let decisions = DecisionLog::open(sink)?;
+        let approver = Approver::new(config.approval_seal_key.as_ref().map(|k| k.expose()))?;
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
             timeout: config.timeout,
@@ -64,6 +69,7 @@ impl App {
             exposure,
             policy,
             decisions,
+            approver,
             tools: RwLock::new(None),
         }))
     }

@@ -77,7 +77,10 @@ async fn two_users_see_different_tools_and_decisions() {
         let admin = common::client(&guard, &lab.token).await;
         let operator = common::client(&guard, &lab.token_operator).await;
 
-        assert_eq!(tool_names(&operator).await, ["problem_get"]);
+        assert_eq!(
+            tool_names(&operator).await,
+            ["problem_acknowledge", "problem_annotate", "problem_get"]
+        );
         assert!(tool_names(&admin).await.len() >= 11);
 
         // The same call, two decisions.

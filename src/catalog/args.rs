@@ -2,11 +2,11 @@
 //! anything reaches the policy or Zabbix, and normalized (IDs become strings, defaults are
 //! filled in). Each error names the constraint that was not met.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::catalog::{
     ArgDef, ArgRule, ArgType, DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
-    DEFAULT_LIMIT, MAX_LIMIT, Mapping, ToolDef,
+    DEFAULT_LIMIT, MAX_LIMIT, Mapping, ToolDef, rules, structured, time,
 };
 use crate::zabbix::ZabbixVersion;
 
@@ -27,7 +27,7 @@ pub struct Limits {
 pub struct ArgError(pub String);
 
 /// Most list arguments Zabbix will take in one call; more is a mistake, not a query.
-const MAX_LIST_LEN: usize = 1000;
+pub(crate) const MAX_LIST_LEN: usize = 1000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -93,7 +93,7 @@ pub fn validate(
         }
     }
     for rule in tool.rules {
-        apply_rule(rule, &mut out, now)?;
+        rules::apply(rule, &mut out, now)?;
     }
     Ok(Arguments(out))
 }
@@ -189,7 +189,61 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
                 "{name} must be a Unix time in seconds (a non-negative integer), got {value}"
             ))),
         },
+        ArgType::Id => id(value).ok_or_else(|| {
+            err(format!(
+                "{name} must be an ID (a string of digits or a non-negative integer), got {value}"
+            ))
+        }),
+        ArgType::IdSet { allow_empty } => id_set(name, value, *allow_empty),
+        ArgType::Int { min, max } => match integer(value) {
+            Some(n) if (*min..=*max).contains(&n) => Ok(Value::from(n)),
+            _ => Err(err(format!(
+                "{name} must be an integer between {min} and {max}, got {value}"
+            ))),
+        },
+        ArgType::IntChoice(choices) => match integer(value) {
+            Some(n) if choices.iter().any(|c| c.value == n) => Ok(Value::from(n)),
+            _ => Err(err(format!(
+                "{name} must be {}, got {value}",
+                choices
+                    .iter()
+                    .map(|c| format!("{} ({})", c.value, c.meaning))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ))),
+        },
+        ArgType::Timestamp => time::timestamp(name, value).map(Value::from).map_err(err),
+        ArgType::FreeText { max_len } => match value.as_str() {
+            Some(s) if s.chars().count() > *max_len => Err(err(format!(
+                "{name} must be at most {max_len} characters long"
+            ))),
+            Some(_) => Ok(value.clone()),
+            None => Err(err(format!("{name} must be a string, got {value}"))),
+        },
+        ArgType::Timeperiods => structured::timeperiods(name, value),
+        ArgType::Tags { allow_empty } => structured::tags(name, value, *allow_empty),
     }
+}
+
+/// Distinct IDs (Zabbix refuses a repeated group, host or maintenance ID).
+fn id_set(name: &str, value: &Value, allow_empty: bool) -> Result<Value, ArgError> {
+    let list = match value {
+        Value::Array(list) if list.is_empty() && allow_empty => return Ok(Value::Array(vec![])),
+        _ => list_of(name, value, "IDs")?,
+    };
+    let mut ids: Vec<Value> = Vec::with_capacity(list.len());
+    for (i, v) in list.iter().enumerate() {
+        let Some(id) = id(v) else {
+            return Err(err(format!(
+                "{name}[{i}] must be an ID (a string of digits or a non-negative integer), got {v}"
+            )));
+        };
+        if let Some(j) = ids.iter().position(|seen| seen == &id) {
+            return Err(err(format!("{name}[{i}] repeats {name}[{j}] ({id})")));
+        }
+        ids.push(id);
+    }
+    Ok(Value::Array(ids))
 }
 
 fn list_of<'v>(name: &str, value: &'v Value, what: &str) -> Result<&'v Vec<Value>, ArgError> {
@@ -220,7 +274,7 @@ fn id(value: &Value) -> Option<Value> {
 }
 
 /// Integers may arrive as JSON numbers (including 5.0) or digit strings.
-fn integer(value: &Value) -> Option<i64> {
+pub(crate) fn integer(value: &Value) -> Option<i64> {
     match value {
         Value::Number(n) => n.as_i64().or_else(|| {
             n.as_f64()
@@ -229,33 +283,6 @@ fn integer(value: &Value) -> Option<i64> {
         }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
-    }
-}
-
-fn apply_rule(rule: &ArgRule, args: &mut Map<String, Value>, now: i64) -> Result<(), ArgError> {
-    match rule {
-        ArgRule::ExactlyOne(names) => {
-            let given: Vec<&str> = names
-                .iter()
-                .copied()
-                .filter(|n| args.get(*n).is_some_and(|v| v != &Value::Bool(false)))
-                .collect();
-            if given.len() != 1 {
-                return Err(err(format!(
-                    "exactly one of {} must be given",
-                    names.join(", ")
-                )));
-            }
-            // `global: false` beside hostids means nothing; do not send it.
-            args.retain(|k, v| !(names.contains(&k.as_str()) && v == &Value::Bool(false)));
-            Ok(())
-        }
-        ArgRule::HistoryWindow { till, .. } => {
-            if !args.contains_key(*till) {
-                args.insert((*till).to_owned(), Value::Number(Number::from(now)));
-            }
-            Ok(())
-        }
     }
 }
 

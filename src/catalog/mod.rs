@@ -3,13 +3,29 @@
 //! is repeated per tool.
 
 pub mod args;
+pub mod maintenance;
 pub mod params;
+pub mod problem;
 pub mod read;
+mod read_events;
+mod read_hosts;
+mod read_items;
+mod rules;
 pub mod schema;
+mod structured;
+pub mod time;
+
+#[cfg(test)]
+mod tests_structured;
+#[cfg(test)]
+mod tests_validation;
+#[cfg(test)]
+mod tests_write;
 
 use crate::zabbix::{Method, ZabbixVersion};
 
 pub use args::{ArgError, Arguments};
+pub use params::write_params;
 
 /// Whether a tool reads or changes Zabbix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +51,18 @@ pub struct ToolDef {
     pub rules: &'static [ArgRule],
     /// How a read tool queries Zabbix (None for write tools).
     pub query: Option<Query>,
+    /// How a write tool builds its request (None for read tools).
+    pub write: Option<WriteSpec>,
+}
+
+/// The shape of a write tool's request parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteSpec {
+    /// An object built from the argument mappings.
+    Object,
+    /// `event.acknowledge`: an object with `action` = this flag, plus the flag of every
+    /// `Mapping::ActionParam` argument that was given.
+    Acknowledge { action: i64 },
 }
 
 /// One argument of a tool.
@@ -70,6 +98,39 @@ pub enum ArgType {
     Enum(&'static [EnumValue]),
     /// Unix time in seconds.
     UnixTime,
+    /// One Zabbix ID (string of digits or non-negative integer), normalized to a string.
+    Id,
+    /// A list of distinct Zabbix IDs; with `allow_empty`, `[]` is accepted (it clears a set).
+    IdSet {
+        allow_empty: bool,
+    },
+    /// One integer within a range.
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// One integer from a fixed set, each with its meaning (for the schema description).
+    IntChoice(&'static [IntChoice]),
+    /// A point in time: Unix seconds, or an RFC 3339 date-time with `Z` or an offset.
+    /// Normalized to Unix seconds (0..=2147483647, the range Zabbix stores).
+    Timestamp,
+    /// A string that may be empty (it clears a field), at most `max_len` characters.
+    FreeText {
+        max_len: usize,
+    },
+    /// Maintenance time periods (never empty: Zabbix needs at least one).
+    Timeperiods,
+    /// Maintenance problem tags `{tag, operator, value}`.
+    Tags {
+        allow_empty: bool,
+    },
+}
+
+/// One allowed value of an `ArgType::IntChoice`.
+#[derive(Debug)]
+pub struct IntChoice {
+    pub value: i64,
+    pub meaning: &'static str,
 }
 
 /// One allowed value of an `ArgType::Enum`.
@@ -91,6 +152,15 @@ pub enum Mapping {
     Search(&'static [&'static str]),
     /// `params.limit` (one more than asked, to know whether the result was cut).
     Limit,
+    /// `params[param] = [{field: id}, ...]` (maintenance `groups` / `hosts`).
+    Objects {
+        param: &'static str,
+        field: &'static str,
+    },
+    /// `params[param] = value`, and `flag` is added to `action` (event.acknowledge).
+    ActionParam { param: &'static str, flag: i64 },
+    /// The value is the whole `params` (maintenance.delete takes a plain ID array).
+    Whole,
 }
 
 /// Constraints across arguments.
@@ -101,6 +171,37 @@ pub enum ArgRule {
     /// The history time window: defaults, order, width and age limits.
     HistoryWindow {
         from: &'static str,
+        till: &'static str,
+    },
+    /// When absent, the argument is set to this integer.
+    Default { arg: &'static str, value: i64 },
+    /// When both are given, `earlier` must be before `later`.
+    Before {
+        earlier: &'static str,
+        later: &'static str,
+    },
+    /// A maintenance must cover at least one host group or host. `required`: at least one
+    /// of the two non-empty lists must be given (create); otherwise only giving both as
+    /// empty lists is refused (update; Zabbix checks the rest against the stored sets).
+    GroupsOrHosts {
+        groups: &'static str,
+        hosts: &'static str,
+        required: bool,
+    },
+    /// Problem tags only apply to maintenances with data collection (`maintenance_type` 0):
+    /// with `maintenance_type` 1, neither `tags` nor `tags_evaltype` may be given.
+    TagsNeedDataCollection {
+        maintenance_type: &'static str,
+        tags: &'static str,
+        tags_evaltype: &'static str,
+    },
+    /// A suppression end: absent or 0 means indefinitely (normalized to 0); otherwise it
+    /// must be in the future.
+    FutureOrIndefinite(&'static str),
+    /// When `periods` is absent: one one-time period from `since` lasting until `till`.
+    DefaultTimeperiod {
+        periods: &'static str,
+        since: &'static str,
         till: &'static str,
     },
 }
@@ -220,6 +321,11 @@ impl ToolDef {
         self.kind == ToolKind::Read
     }
 
+    /// Write tools return Zabbix's result directly: no output schema, no envelope.
+    pub fn is_write(&self) -> bool {
+        self.kind == ToolKind::Write
+    }
+
     pub fn available_on(&self, version: ZabbixVersion) -> bool {
         version >= self.since
     }
@@ -252,9 +358,12 @@ impl SelectParam {
     }
 }
 
-/// All tools, in the order `tools/list` shows them.
+/// All tools, in the order `tools/list` shows them: reads, problem tools, maintenance tools.
 pub fn all_tools() -> impl Iterator<Item = &'static ToolDef> {
-    read::READ_TOOLS.iter()
+    read::READ_TOOLS
+        .iter()
+        .chain(problem::PROBLEM_TOOLS.iter())
+        .chain(maintenance::MAINTENANCE_TOOLS.iter())
 }
 
 /// The tool with this plain (unprefixed) name.

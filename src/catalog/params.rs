@@ -4,7 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{
-    Arguments, Mapping, Query, ResourceDef, ResourceKind, Select, ToolDef, VariantValue,
+    ArgError, Arguments, Mapping, Query, ResourceDef, ResourceKind, Select, ToolDef, VariantValue,
+    WriteSpec,
 };
 use crate::zabbix::ZabbixVersion;
 
@@ -65,6 +66,8 @@ pub fn read_params(
             Mapping::Limit => {
                 params.insert("limit".into(), json!(args.limit() + 1));
             }
+            // Write-tool mappings; no read tool uses them.
+            Mapping::Objects { .. } | Mapping::ActionParam { .. } | Mapping::Whole => {}
         }
     }
     if !filter.is_empty() {
@@ -91,6 +94,64 @@ pub fn read_params(
         params.insert("sortorder".into(), json!("DESC"));
     }
     Value::Object(params)
+}
+
+/// The request parameters of a write tool call, from arguments that `args::validate`
+/// accepted: Zabbix gets exactly what the policy saw, reshaped (`groups: [{groupid}]`,
+/// the `event.acknowledge` action bitmask, a plain ID array for maintenance.delete).
+pub fn write_params(
+    tool: &ToolDef,
+    args: &Arguments,
+    version: ZabbixVersion,
+) -> Result<Value, ArgError> {
+    let Some(spec) = tool.write else {
+        return Err(ArgError(format!("{} is not a write tool", tool.name)));
+    };
+    if !tool.available_on(version) {
+        return Err(ArgError(format!(
+            "{} needs Zabbix {}.{} or later; this Zabbix is {version}",
+            tool.name, tool.since.major, tool.since.minor
+        )));
+    }
+    let mut params = Map::new();
+    let mut action = match spec {
+        WriteSpec::Acknowledge { action } => Some(action),
+        WriteSpec::Object => None,
+    };
+    for def in tool.args {
+        let Some(value) = args.get(def.name) else {
+            continue;
+        };
+        match def.maps_to {
+            Mapping::Param(name) => {
+                params.insert(name.into(), value.clone());
+            }
+            Mapping::Objects { param, field } => {
+                let objects: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|id| json!({ field: id }))
+                    .collect();
+                params.insert(param.into(), Value::Array(objects));
+            }
+            Mapping::ActionParam { param, flag } => {
+                params.insert(param.into(), value.clone());
+                action = Some(action.unwrap_or(0) | flag);
+            }
+            Mapping::Whole => return Ok(value.clone()),
+            Mapping::Filter(_) | Mapping::Search(_) | Mapping::Limit => {
+                return Err(ArgError(format!(
+                    "{}: argument {} has a read-only mapping",
+                    tool.name, def.name
+                )));
+            }
+        }
+    }
+    if let Some(action) = action {
+        params.insert("action".into(), Value::from(action));
+    }
+    Ok(Value::Object(params))
 }
 
 /// The request parameters that read one entity for a resource.

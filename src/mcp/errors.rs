@@ -7,6 +7,7 @@ use rmcp::model::CallToolResult;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::ArgError;
+use crate::mcp::approval::ApprovalError;
 use crate::response::ResponseError;
 use crate::zabbix::ZabbixError;
 
@@ -25,6 +26,14 @@ pub enum ToolError {
     NoCaller,
     #[error("denied by policy: {}", .reasons.join("; "))]
     Denied { reasons: Vec<String> },
+    #[error("the change was not approved ({0}); nothing was sent to Zabbix")]
+    ApprovalDeclined(String),
+    #[error(
+        "the policy requires a human approval and this client cannot ask for one (it needs form elicitation, on a stateful session or protocol 2026-07-28); nothing was sent to Zabbix"
+    )]
+    ApprovalUnavailable,
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
 }
 
 impl ToolError {
@@ -43,6 +52,15 @@ impl ToolError {
             },
             ToolError::Unsupported { .. } => "unsupported_version",
             ToolError::Denied { .. } => "denied",
+            ToolError::ApprovalDeclined(_) => "approval_declined",
+            ToolError::ApprovalUnavailable => "approval_unavailable",
+            ToolError::Approval(a) => match a {
+                ApprovalError::BadState
+                | ApprovalError::WrongTool { .. }
+                | ApprovalError::Changed => "invalid_arguments",
+                ApprovalError::Elicitation(_) => "approval_unavailable",
+                ApprovalError::Key(_) | ApprovalError::Schema(_) => "internal_error",
+            },
             ToolError::Response(_) | ToolError::NoCaller => "internal_error",
         }
     }

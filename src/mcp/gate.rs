@@ -2,7 +2,7 @@
 //! engine, and writes the decision log line. Later events of a call (the Zabbix outcome)
 //! go to the log under the same `decision_id`, even when the client goes away.
 
-use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
@@ -41,20 +41,18 @@ impl Subject {
         version: ZabbixVersion,
     ) -> Self {
         let identity = &caller.identity;
-        let peer = context.peer.peer_info();
-        let client = peer.as_ref().map(|info| &info.client_info);
-        let mut elicitation: Vec<String> = context
-            .peer
-            .supported_elicitation_modes()
-            .into_iter()
-            .filter_map(|mode| match mode {
-                ElicitationMode::Form => Some("form".to_owned()),
-                ElicitationMode::Url => Some("url".to_owned()),
-                // rmcp may learn modes the policy input does not name yet.
-                _ => None,
-            })
-            .collect();
-        elicitation.sort();
+        // Per-request metadata (2026-07-28) first, then the session's initialize (older).
+        let client = context.client_info();
+        let mut elicitation = Vec::new();
+        if let Some(capability) = context.client_capabilities().and_then(|c| c.elicitation) {
+            // A bare `elicitation: {}` means form (MCP 2025-06-18 compatibility).
+            if capability.form.is_some() || capability.url.is_none() {
+                elicitation.push("form".to_owned());
+            }
+            if capability.url.is_some() {
+                elicitation.push("url".to_owned());
+            }
+        }
         Subject {
             caller: CallerInfo {
                 userid: identity.userid.clone(),
@@ -66,8 +64,8 @@ impl Subject {
             },
             client: ClientInfo {
                 address: caller.address.to_string(),
-                name: client.map(|c| c.name.clone()),
-                version: client.map(|c| c.version.clone()),
+                name: client.as_ref().map(|c| c.name.clone()),
+                version: client.as_ref().map(|c| c.version.clone()),
                 protocol_version: context.protocol_version().map(|v| v.to_string()),
                 elicitation,
             },

@@ -1,10 +1,12 @@
 //! The MCP surface: an rmcp `ServerHandler` whose tools and resources come from the
 //! catalog. The caller (resolved by the server layer) arrives in the HTTP request parts.
 
+pub mod approval;
 pub mod errors;
 pub mod gate;
 pub mod resources;
 pub mod tools;
+pub mod write;
 
 use std::sync::Arc;
 
@@ -96,18 +98,15 @@ impl ServerHandler for GuardHandler {
             token_id = %caller.token_id,
         );
         let subject = Subject::new(&context, &caller, tools.version);
-        let result = tools::call(
-            &self.app,
-            &caller,
-            &subject,
+        let call = tools::Call {
+            context: &context,
+            request: &request,
+            caller: &caller,
+            subject: &subject,
             def,
-            &request.name,
-            request.arguments.as_ref(),
-            tools.version,
-        )
-        .instrument(span)
-        .await;
-        Ok(result.into())
+            version: tools.version,
+        };
+        Ok(tools::call(&self.app, call).instrument(span).await)
     }
 
     async fn list_resources(

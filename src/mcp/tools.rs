@@ -4,13 +4,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::catalog::{self, Arguments, ToolDef, args, params, schema};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Outcome, Subject};
+use crate::mcp::write::{self, WriteCall, Written};
 use crate::policy::Phase;
 use crate::response;
 use crate::zabbix::{Caller, ZabbixVersion};
@@ -87,22 +91,33 @@ pub fn offered(app: &App, tools: &ToolList, subject: &Subject) -> Vec<Tool> {
         .collect()
 }
 
-/// Runs one tool call: validate, decide, apply the caller's limits, call Zabbix. Failures
-/// are tool results (with the `decision_id` once there is one).
-pub async fn call(
-    app: &App,
-    caller: &Caller,
-    subject: &Subject,
-    def: &'static ToolDef,
-    exposed_name: &str,
-    raw: Option<&Map<String, Value>>,
-    version: ZabbixVersion,
-) -> CallToolResult {
+/// One tools/call request, resolved to a tool and a caller.
+pub struct Call<'a> {
+    pub context: &'a RequestContext<RoleServer>,
+    pub request: &'a CallToolRequestParams,
+    pub caller: &'a Caller,
+    pub subject: &'a Subject,
+    pub def: &'static ToolDef,
+    pub version: ZabbixVersion,
+}
+
+/// Runs one tool call: validate, decide, apply the caller's limits (reads) or get the
+/// approval (writes), call Zabbix. Failures are tool results, with the `decision_id` once
+/// there is one; every decided call gets its outcome in the decision log.
+pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
+    let Call {
+        def,
+        version,
+        subject,
+        ..
+    } = call;
     let now = unix_now();
+    let raw = call.request.arguments.as_ref();
     let mut arguments = match args::validate(def, raw, version, now) {
         Ok(arguments) => arguments,
-        Err(error) => return failed(ToolError::from(error), None),
+        Err(error) => return failed(ToolError::from(error), None).into(),
     };
+    let exposed_name = call.request.name.as_ref();
     let decision = gate::decide(
         app,
         subject,
@@ -115,22 +130,49 @@ pub async fn call(
     let id = decision.decision_id.as_str();
     if !decision.allow {
         let reasons = decision.reasons.clone();
-        return failed(ToolError::Denied { reasons }, Some(id));
+        return failed(ToolError::Denied { reasons }, Some(id)).into();
     }
     let outcome = Outcome::new(&app.decisions, id);
-    let result = match args::enforce_limits(def, &mut arguments, &gate::limits(&decision), now) {
-        Ok(()) => call_read(app, caller, def, &arguments, version).await,
-        Err(error) => Err(ToolError::from(error)),
+    let result = if def.is_read() {
+        match args::enforce_limits(def, &mut arguments, &gate::limits(&decision), now) {
+            Ok(()) => call_read(app, call.caller, def, &arguments, version)
+                .await
+                .map(|(result, count)| {
+                    (Written::Done(result), json!({"ok": true, "count": count}))
+                }),
+            Err(error) => Err(ToolError::from(error)),
+        }
+    } else {
+        let write = WriteCall {
+            context: call.context,
+            request: call.request,
+            caller: call.caller,
+            subject,
+            def,
+            arguments: &arguments,
+            decision: &decision,
+            version,
+        };
+        write::call(app, write).await.map(|written| {
+            let summary = match &written {
+                Written::Done(_) => json!({"ok": true}),
+                Written::Pending(_) => json!({"ok": false, "sent": false, "pending": "approval"}),
+            };
+            (written, summary)
+        })
     };
     match result {
-        Ok((result, count)) => {
-            outcome.finish(json!({"ok": true, "count": count}));
-            result
+        Ok((written, summary)) => {
+            outcome.finish(summary);
+            match written {
+                Written::Done(result) => result.into(),
+                Written::Pending(response) => response,
+            }
         }
         Err(error) => {
             outcome
                 .finish(json!({"ok": false, "code": error.code(), "message": error.to_string()}));
-            failed(error, Some(id))
+            failed(error, Some(id)).into()
         }
     }
 }

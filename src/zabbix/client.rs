@@ -44,6 +44,9 @@ pub struct Payload {
 
 pub struct ZabbixClient {
     http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// Writes go through a pool that never resends: hyper would otherwise retry a request
+    /// on a pooled connection that closed under it, and a write must reach Zabbix at most once.
+    http_writes: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     api_url: http::Uri,
     api_url_text: String,
     timeout: Duration,
@@ -106,9 +109,14 @@ impl ZabbixClient {
         let http = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(64)
+            .build(https.clone());
+        let http_writes = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .retry_canceled_requests(false)
             .build(https);
         Ok(Self {
             http,
+            http_writes,
             api_url,
             api_url_text: settings.api_url.clone(),
             timeout: settings.timeout,
@@ -208,40 +216,47 @@ impl ZabbixClient {
         let request = builder
             .body(Full::new(body))
             .map_err(|e| ZabbixError::BadResponse(format!("cannot build request: {e}")))?;
-        match tokio::time::timeout(self.timeout, self.round_trip(request)).await {
+        let http = if payload.method.is_write() {
+            &self.http_writes
+        } else {
+            &self.http
+        };
+        match tokio::time::timeout(self.timeout, round_trip(http, request)).await {
             Ok(result) => result,
             Err(_) => Err(ZabbixError::Timeout(self.timeout)),
         }
     }
+}
 
-    async fn round_trip(&self, request: http::Request<Full<Bytes>>) -> Result<Value, ZabbixError> {
-        let response = self
-            .http
-            .request(request)
-            .await
-            .map_err(|e| ZabbixError::Unavailable(error_chain(&e)))?;
-        let status = response.status();
-        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-            .collect()
-            .await
-            .map_err(|e| ZabbixError::Unavailable(format!("reading the response: {e}")))?
-            .to_bytes();
-        if !status.is_success() {
-            return Err(ZabbixError::HttpStatus(status.as_u16()));
-        }
-        let parsed: RpcResponse = serde_json::from_slice(&body)
-            .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
-        match (parsed.result, parsed.error) {
-            (_, Some(error)) => Err(ZabbixError::Api {
-                code: error.code,
-                message: error.message,
-                data: error.data,
-            }),
-            (Some(result), None) => Ok(result),
-            (None, None) => Err(ZabbixError::BadResponse(
-                "neither result nor error in the response".into(),
-            )),
-        }
+async fn round_trip(
+    http: &Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    request: http::Request<Full<Bytes>>,
+) -> Result<Value, ZabbixError> {
+    let response = http
+        .request(request)
+        .await
+        .map_err(|e| ZabbixError::Unavailable(error_chain(&e)))?;
+    let status = response.status();
+    let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+        .collect()
+        .await
+        .map_err(|e| ZabbixError::Unavailable(format!("reading the response: {e}")))?
+        .to_bytes();
+    if !status.is_success() {
+        return Err(ZabbixError::HttpStatus(status.as_u16()));
+    }
+    let parsed: RpcResponse = serde_json::from_slice(&body)
+        .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
+    match (parsed.result, parsed.error) {
+        (_, Some(error)) => Err(ZabbixError::Api {
+            code: error.code,
+            message: error.message,
+            data: error.data,
+        }),
+        (Some(result), None) => Ok(result),
+        (None, None) => Err(ZabbixError::BadResponse(
+            "neither result nor error in the response".into(),
+        )),
     }
 }
 

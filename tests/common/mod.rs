@@ -5,6 +5,7 @@
 pub mod recorder;
 pub mod stub;
 pub mod tls;
+pub mod trapper;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

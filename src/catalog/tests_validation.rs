@@ -1,0 +1,258 @@
+//! Every class of validation error of the write tools, with its message: each names the
+//! constraint (and, inside lists, the path of the field) that was not met.
+
+use serde_json::{Value, json};
+
+use crate::catalog::{args, find};
+use crate::zabbix::ZabbixVersion;
+
+pub(super) const V70: ZabbixVersion = ZabbixVersion::new(7, 0, 22);
+/// 2027-01-15T08:00:00Z
+pub(super) const NOW: i64 = 1_800_000_000;
+
+pub(super) fn fail(tool: &str, raw: Value) -> String {
+    let def = find(tool).unwrap();
+    match args::validate(def, raw.as_object(), V70, NOW) {
+        Ok(a) => panic!("{tool} accepted {raw}: {:?}", a.0),
+        Err(e) => e.0,
+    }
+}
+
+fn ok(tool: &str, raw: Value) -> Value {
+    let def = find(tool).unwrap();
+    Value::Object(args::validate(def, raw.as_object(), V70, NOW).unwrap().0)
+}
+
+/// A valid maintenance_create with `extra` merged in.
+pub(super) fn create(extra: Value) -> Value {
+    let mut base = json!({"name": "m", "hostids": ["1"], "active_since": NOW,
+                          "active_till": NOW + 3600});
+    for (k, v) in extra.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    base
+}
+
+#[test]
+fn problem_tool_errors() {
+    let cases = [
+        (json!({}), "eventids is required"),
+        (json!({"eventids": []}), "eventids must not be empty"),
+        (
+            json!({"eventids": "21"}),
+            "eventids must be an array of IDs, got \"21\"",
+        ),
+        (
+            json!({"eventids": ["x"]}),
+            "eventids[0] must be an ID (a string of digits or a non-negative integer), got \"x\"",
+        ),
+        (
+            json!({"eventids": [21, "21"]}),
+            "eventids[1] repeats eventids[0] (\"21\")",
+        ),
+        (
+            json!({"eventids": [1], "message": ""}),
+            "message must not be empty",
+        ),
+        (
+            json!({"eventids": [1], "message": "x".repeat(2049)}),
+            "message must be at most 2048 characters long",
+        ),
+        (
+            json!({"eventids": [1], "severity": 3}),
+            "unknown argument \"severity\"; problem_acknowledge accepts: eventids, message",
+        ),
+    ];
+    for (raw, message) in cases {
+        assert_eq!(fail("problem_acknowledge", raw), message);
+    }
+    assert!(
+        ok(
+            "problem_acknowledge",
+            json!({"eventids": [1], "message": "x".repeat(2048)})
+        )
+        .is_object()
+    );
+    assert_eq!(
+        fail("problem_annotate", json!({"eventids": [1]})),
+        "message is required"
+    );
+    assert_eq!(
+        fail("problem_change_severity", json!({"eventids": [1]})),
+        "severity is required"
+    );
+    assert_eq!(
+        fail(
+            "problem_change_severity",
+            json!({"eventids": [1], "severity": 6})
+        ),
+        "severity must be an integer between 0 and 5, got 6"
+    );
+}
+
+#[test]
+fn suppress_until_errors() {
+    let e = fail(
+        "problem_suppress",
+        json!({"eventids": [1], "suppress_until": NOW - 60}),
+    );
+    assert_eq!(
+        e,
+        format!(
+            "suppress_until ({}) is not in the future (now is {NOW}); give a later time, or omit suppress_until to suppress indefinitely",
+            NOW - 60
+        )
+    );
+    let e = fail(
+        "problem_suppress",
+        json!({"eventids": [1], "suppress_until": "2027-01-16T10:00:00"}),
+    );
+    assert_eq!(
+        e,
+        "suppress_until \"2027-01-16T10:00:00\" has no time zone; add Z (UTC) or an offset such as +02:00"
+    );
+    let e = fail(
+        "problem_suppress",
+        json!({"eventids": [1], "suppress_until": "2027-02-30T10:00:00Z"}),
+    );
+    assert_eq!(
+        e,
+        "suppress_until \"2027-02-30T10:00:00Z\" is not a valid date (2027-02 has 28 days)"
+    );
+    let e = fail(
+        "problem_suppress",
+        json!({"eventids": [1], "suppress_until": "next week"}),
+    );
+    assert!(
+        e.starts_with(
+            "suppress_until must be a Unix time in seconds or an RFC 3339 date-time with a zone"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        ok(
+            "problem_suppress",
+            json!({"eventids": [1], "suppress_until": 0})
+        )["suppress_until"],
+        0
+    );
+}
+
+#[test]
+fn maintenance_argument_errors() {
+    let cases = [
+        (json!({"name": null}), "name is required"),
+        (
+            json!({"name": "n".repeat(129)}),
+            "name must be at most 128 characters long",
+        ),
+        (json!({"active_till": null}), "active_till is required"),
+        (
+            json!({"active_till": NOW}),
+            "active_since (1800000000) must be before active_till (1800000000)",
+        ),
+        (
+            json!({"hostids": null}),
+            "at least one of groupids, hostids must be given: a maintenance covers host groups, hosts or both",
+        ),
+        (json!({"hostids": []}), "hostids must not be empty"),
+        (
+            json!({"groupids": ["2", 2]}),
+            "groupids[1] repeats groupids[0] (\"2\")",
+        ),
+        (
+            json!({"maintenance_type": 2}),
+            "maintenance_type must be 0 (with data collection) or 1 (without data collection), got 2",
+        ),
+        (
+            json!({"tags_evaltype": 1}),
+            "tags_evaltype must be 0 (And/Or: tags with different names must all match, any value of one name) or 2 (Or: any tag matches), got 1",
+        ),
+        (
+            json!({"maintenance_type": 1, "tags": [{"tag": "a"}]}),
+            "tags and tags_evaltype only apply to maintenance_type 0 (with data collection); a maintenance without data collection (maintenance_type 1) takes no problem tags: remove tags",
+        ),
+        (
+            json!({"maintenance_type": 1, "tags_evaltype": 0}),
+            "tags and tags_evaltype only apply to maintenance_type 0 (with data collection); a maintenance without data collection (maintenance_type 1) takes no problem tags: remove tags_evaltype",
+        ),
+        (
+            json!({"active_till": NOW + 299}),
+            "without timeperiods, the maintenance gets one one-time period from active_since to active_till, which must last between 300 seconds and 86399940 seconds (999 days 23:59); it lasts 299 seconds: give timeperiods explicitly or change the window",
+        ),
+        (
+            json!({"description": "d".repeat(65_536)}),
+            "description must be at most 65535 characters long",
+        ),
+        (
+            json!({"timeperiods": []}),
+            "timeperiods must not be empty (a maintenance needs at least one time period)",
+        ),
+        (
+            json!({"timeperiods": {}}),
+            "timeperiods must be an array of time period objects, got {}",
+        ),
+    ];
+    for (extra, message) in cases {
+        assert_eq!(fail("maintenance_create", create(extra)), message);
+    }
+    let cases = [
+        (json!({}), "maintenanceid is required"),
+        (
+            json!({"maintenanceid": "a"}),
+            "maintenanceid must be an ID (a string of digits or a non-negative integer), got \"a\"",
+        ),
+        (
+            json!({"maintenanceid": 1, "groupids": [], "hostids": []}),
+            "groupids and hostids cannot both be empty: a maintenance must keep at least one host group or host",
+        ),
+        (
+            json!({"maintenanceid": 1, "timeperiods": []}),
+            "timeperiods must not be empty (a maintenance needs at least one time period)",
+        ),
+        (
+            json!({"maintenanceid": 1, "name": ""}),
+            "name must not be empty",
+        ),
+        (
+            json!({"maintenanceid": 1, "active_since": NOW, "active_till": NOW - 1}),
+            "active_since (1800000000) must be before active_till (1799999999)",
+        ),
+    ];
+    for (raw, message) in cases {
+        assert_eq!(fail("maintenance_update", raw), message);
+    }
+    assert_eq!(
+        fail("maintenance_delete", json!({"maintenanceids": []})),
+        "maintenanceids must not be empty"
+    );
+    assert_eq!(
+        fail("maintenance_delete", json!({})),
+        "maintenanceids is required"
+    );
+}
+
+#[test]
+fn update_accepts_empty_lists_and_partial_windows() {
+    let a = ok(
+        "maintenance_update",
+        json!({"maintenanceid": 1, "groupids": [], "tags": []}),
+    );
+    assert_eq!(a, json!({"maintenanceid": "1", "groupids": [], "tags": []}));
+    // Only one end of the window: Zabbix compares it with the stored other end.
+    assert!(
+        ok(
+            "maintenance_update",
+            json!({"maintenanceid": 1, "active_till": 5})
+        )
+        .is_object()
+    );
+    // Without maintenance_type, tags go through: Zabbix refuses them for a stored type 1.
+    assert!(
+        ok(
+            "maintenance_update",
+            json!({"maintenanceid": 1, "tags": [{"tag": "a"}]})
+        )
+        .is_object()
+    );
+}

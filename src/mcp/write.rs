@@ -1,0 +1,144 @@
+//! The write-tool call path: build the payload once, get the approval the policy asks for,
+//! send exactly that payload once (never retried), and return Zabbix's result as is.
+
+use bytes::Bytes;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::catalog::{self, Arguments, ToolDef};
+use crate::mcp::approval::{self, Answer, ApprovalError, Route};
+use crate::mcp::errors::ToolError;
+use crate::mcp::gate::Subject;
+use crate::policy::Decision;
+use crate::zabbix::{Caller, Payload, ZabbixVersion};
+
+/// Everything one write call needs besides the app.
+pub struct WriteCall<'a> {
+    pub context: &'a RequestContext<RoleServer>,
+    pub request: &'a CallToolRequestParams,
+    pub caller: &'a Caller,
+    pub subject: &'a Subject,
+    pub def: &'static ToolDef,
+    pub arguments: &'a Arguments,
+    pub decision: &'a Decision,
+    pub version: ZabbixVersion,
+}
+
+/// How a write call ended, for the decision log.
+pub enum Written {
+    Done(CallToolResult),
+    /// Waiting for the client to retry with the human's answer; nothing was sent.
+    Pending(CallToolResponse),
+}
+
+pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> {
+    let params = catalog::params::write_params(call.def, call.arguments, call.version)?;
+    let id = call.decision.decision_id.as_str();
+    if let Some(state) = call.request.request_state.as_deref() {
+        return redeem(app, &call, state, &params).await;
+    }
+    let payload = app.zabbix.payload(call.def.method, &params)?;
+    let sha256 = approval::sha256_hex(&payload.body);
+    let can_form = call.subject.client.elicitation.iter().any(|m| m == "form");
+    let route = approval::route(call.decision.approval, call.context, can_form);
+    match route {
+        Route::Apply => {
+            app.decisions.event(
+                id,
+                "approval",
+                json!({"outcome": "not_required", "approval": call.decision.approval, "sha256": sha256}),
+            );
+            send(app, &call, &payload).await
+        }
+        Route::Elicit => {
+            let answer = approval::elicit(call.context, call.def.name, &payload).await;
+            let answer = answer.map_err(ToolError::from)?;
+            app.decisions.event(
+                id,
+                "approval",
+                json!({"outcome": answer.as_str(), "via": "elicitation", "sha256": sha256}),
+            );
+            match answer {
+                Answer::Approved => send(app, &call, &payload).await,
+                other => Err(ToolError::ApprovalDeclined(other.as_str().into())),
+            }
+        }
+        Route::InputRequired => {
+            let (result, sha256) = approval::input_required(
+                &app.approver,
+                call.def.name,
+                id,
+                &call.caller.token_id,
+                &payload,
+            )?;
+            app.decisions.event(
+                id,
+                "approval",
+                json!({"outcome": "requested", "via": "input_required", "sha256": sha256}),
+            );
+            Ok(Written::Pending(CallToolResponse::InputRequired(result)))
+        }
+        Route::Unavailable => {
+            app.decisions.event(
+                id,
+                "approval",
+                json!({"outcome": "unavailable", "approval": call.decision.approval}),
+            );
+            Err(ToolError::ApprovalUnavailable)
+        }
+    }
+}
+
+/// The retry of a 2026-07-28 round trip: the sealed payload is sent exactly, if the human
+/// said yes, the state is intact and for this caller, and the arguments are unchanged.
+async fn redeem(
+    app: &App,
+    call: &WriteCall<'_>,
+    state: &str,
+    params: &Value,
+) -> Result<Written, ToolError> {
+    let sealed = app.approver.open(state, &call.caller.token_id)?;
+    if sealed.tool != call.def.name {
+        return Err(ApprovalError::WrongTool {
+            sealed: sealed.tool,
+            called: call.def.name.to_owned(),
+        }
+        .into());
+    }
+    let sealed_params = serde_json::from_str::<Value>(&sealed.body)
+        .ok()
+        .and_then(|mut body| body.get_mut("params").map(Value::take));
+    if sealed_params.as_ref() != Some(params) {
+        return Err(ApprovalError::Changed.into());
+    }
+    let answer = approval::answer_from_responses(call.request.input_responses.as_ref());
+    app.decisions.event(
+        &call.decision.decision_id,
+        "approval",
+        json!({"outcome": answer.as_str(), "via": "input_required", "sha256": sealed.sha256,
+               "approval_of": sealed.decision_id}),
+    );
+    if answer != Answer::Approved {
+        return Err(ToolError::ApprovalDeclined(answer.as_str().into()));
+    }
+    let payload = Payload {
+        method: call.def.method,
+        body: Bytes::from(sealed.body),
+    };
+    send(app, call, &payload).await
+}
+
+async fn send(app: &App, call: &WriteCall<'_>, payload: &Payload) -> Result<Written, ToolError> {
+    let result = app
+        .zabbix
+        .send(payload, Some((&call.caller.token, call.version)))
+        .await?;
+    // structuredContent must be an object; Zabbix's write results are ({eventids: [...]}).
+    let value = match result {
+        Value::Object(_) => result,
+        other => json!({ "result": other }),
+    };
+    Ok(Written::Done(CallToolResult::structured(value)))
+}
