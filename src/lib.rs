@@ -7,6 +7,7 @@
 //! resource read and writes the decision log.
 
 pub mod app;
+pub mod calendar;
 pub mod catalog;
 pub mod cli;
 pub mod config;

@@ -247,8 +247,20 @@ fn id_set(name: &str, value: &Value, allow_empty: bool) -> Result<Value, ArgErro
 }
 
 fn list_of<'v>(name: &str, value: &'v Value, what: &str) -> Result<&'v Vec<Value>, ArgError> {
+    list_checked(name, value, what, false)
+}
+
+/// A JSON array of at most `MAX_LIST_LEN` entries (empty only where `allow_empty`).
+pub(crate) fn list_checked<'v>(
+    name: &str,
+    value: &'v Value,
+    what: &str,
+    allow_empty: bool,
+) -> Result<&'v Vec<Value>, ArgError> {
     match value {
-        Value::Array(list) if list.is_empty() => Err(err(format!("{name} must not be empty"))),
+        Value::Array(list) if list.is_empty() && !allow_empty => {
+            Err(err(format!("{name} must not be empty")))
+        }
         Value::Array(list) if list.len() > MAX_LIST_LEN => Err(err(format!(
             "{name} may hold at most {MAX_LIST_LEN} entries, got {}",
             list.len()

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::catalog::args::{ArgError, MAX_LIST_LEN, integer};
+use crate::catalog::args::{self, ArgError, integer};
 use crate::catalog::time;
 
 /// The shortest period Zabbix accepts (5 minutes).
@@ -262,22 +262,13 @@ fn list<'v>(
     allow_empty: bool,
     what: &str,
 ) -> Result<&'v Vec<Value>, ArgError> {
-    match value {
-        Value::Array(list) if list.is_empty() && !allow_empty => Err(err(format!(
-            "{name} must not be empty{}",
-            if name == "timeperiods" {
-                " (a maintenance needs at least one time period)"
-            } else {
-                ""
-            }
-        ))),
-        Value::Array(list) if list.len() > MAX_LIST_LEN => Err(err(format!(
-            "{name} may hold at most {MAX_LIST_LEN} entries, got {}",
-            list.len()
-        ))),
-        Value::Array(list) => Ok(list),
-        _ => Err(err(format!(
-            "{name} must be an array of {what}, got {value}"
-        ))),
-    }
+    args::list_checked(name, value, what, allow_empty).map_err(|e| {
+        if name == "timeperiods" && value.as_array().is_some_and(Vec::is_empty) {
+            err(format!(
+                "{e} (a maintenance needs at least one time period)"
+            ))
+        } else {
+            e
+        }
+    })
 }

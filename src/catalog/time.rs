@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use crate::calendar::days_from_civil;
+
 /// The largest timestamp Zabbix stores (signed 32-bit).
 pub const MAX_TIMESTAMP: i64 = 2_147_483_647;
 
@@ -133,17 +135,6 @@ pub fn days_in_month(year: i64, month: i64) -> i64 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// `HH:MM` as seconds since midnight.

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing::Level;
 
 use super::fallback::{Fallback, Problem, lock};
+use crate::calendar::civil_from_days;
 
 /// The local syslog socket on Linux and the BSDs.
 pub(crate) const DEV_LOG: &str = "/dev/log";
@@ -123,7 +124,8 @@ fn priority(level: Level) -> u8 {
 /// database, and local daemons stamp messages on receipt anyway.
 fn timestamp(now: SystemTime) -> String {
     let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (month, day) = month_day(secs / 86_400);
+    let (_, month, day) = civil_from_days(secs / 86_400);
+    let month = usize::try_from(month - 1).unwrap_or(0);
     let time = secs % 86_400;
     format!(
         "{} {day:>2} {:02}:{:02}:{:02}",
@@ -132,19 +134,6 @@ fn timestamp(now: SystemTime) -> String {
         time % 3600 / 60,
         time % 60
     )
-}
-
-/// Zero-based month and day of month of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`, for non-negative days).
-fn month_day(days: u64) -> (usize, u64) {
-    let z = days + 719_468;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 2 } else { mp - 10 };
-    (usize::try_from(month).unwrap_or(0), day)
 }
 
 #[cfg(test)]
