@@ -1,6 +1,7 @@
 //! The application state shared by every request: configuration, the Zabbix client, the
 //! caller cache, tool exposure, and the tool list built for the Zabbix version in use.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -24,8 +25,17 @@ pub struct App {
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
     pub approver: Approver,
+    /// Tool calls and resource reads under way; shutdown waits for them.
+    pub in_flight: InFlight,
     tools: RwLock<Option<Arc<ToolList>>>,
 }
+
+/// Counts requests being served, so shutdown can let them finish.
+#[derive(Debug, Default)]
+pub struct InFlight(AtomicUsize);
+
+/// Held while one request is served.
+pub struct InFlightGuard<'a>(&'a InFlight);
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -70,6 +80,7 @@ impl App {
             policy,
             decisions,
             approver,
+            in_flight: InFlight::default(),
             tools: RwLock::new(None),
         }))
     }
@@ -88,5 +99,22 @@ impl App {
             *slot = Some(list.clone());
         }
         Ok(list)
+    }
+}
+
+impl InFlight {
+    pub fn enter(&self) -> InFlightGuard<'_> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self)
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -164,3 +164,22 @@ async fn shutdown_lets_a_call_in_flight_finish() {
     assert_eq!(result.structured_content.unwrap()["count"], 1);
     stopping.await.unwrap();
 }
+
+#[tokio::test]
+async fn stateful_shutdown_does_not_wait_for_idle_sessions() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.session_mode = zabbix_mcp_guard::config::SessionMode::Stateful;
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "host_get", json!({"limit": 1})).await;
+    // The client keeps its session (and its stream) open while the server stops.
+    let started = std::time::Instant::now();
+    guard.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "shutdown waited {:?} for an idle session",
+        started.elapsed()
+    );
+    drop(client);
+}

@@ -26,9 +26,14 @@ const APPROVAL_TTL: Duration = Duration::from_secs(600);
 /// The key of the approval question in an input-required round trip.
 const INPUT_KEY: &str = "approval";
 
-/// Seals and opens approval state for the 2026-07-28 round trip.
+/// Seals and opens approval state for the 2026-07-28 round trip, and remembers which
+/// approved states were used.
 pub struct Approver {
     codec: RequestStateCodec,
+    /// Nonces of redeemed states, kept as long as a state can live. Per replica: a
+    /// deployment that lets two replicas redeem the same state needs sticky routing of the
+    /// retry (or one replica); documented in the README.
+    redeemed: moka::future::Cache<String, ()>,
 }
 
 /// Which way this call gets (or skips) its human yes.
@@ -55,6 +60,8 @@ pub enum Answer {
 /// The sealed request state: everything needed to send exactly the approved payload.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Sealed {
+    /// Random, so that each approval question can be answered (and redeemed) once.
+    pub nonce: String,
     pub tool: String,
     pub decision_id: String,
     pub sha256: String,
@@ -72,6 +79,8 @@ pub enum ApprovalError {
     WrongTool { sealed: String, called: String },
     #[error("the arguments changed since approval was asked; call again to get a new approval")]
     Changed,
+    #[error("this approval was already used; call again to get a new approval")]
+    AlreadyUsed,
     #[error("elicitation failed: {0}")]
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]
@@ -91,7 +100,11 @@ impl Approver {
         };
         let codec =
             RequestStateCodec::try_new(key).map_err(|e| ApprovalError::Key(e.to_string()))?;
-        Ok(Approver { codec })
+        let redeemed = moka::future::Cache::builder()
+            .max_capacity(100_000)
+            .time_to_live(APPROVAL_TTL)
+            .build();
+        Ok(Approver { codec, redeemed })
     }
 
     /// Seals the payload, bound to the caller's token so no one else can redeem it.
@@ -102,6 +115,20 @@ impl Approver {
         self.codec
             .seal_json_with(sealed, &options)
             .map_err(|_| ApprovalError::BadState)
+    }
+
+    /// Marks an approved state as used; a second use is refused, even a concurrent one.
+    pub async fn redeem(&self, sealed: &Sealed) -> Result<(), ApprovalError> {
+        let entry = self
+            .redeemed
+            .entry(sealed.nonce.clone())
+            .or_insert(())
+            .await;
+        if entry.is_fresh() {
+            Ok(())
+        } else {
+            Err(ApprovalError::AlreadyUsed)
+        }
     }
 
     pub fn open(&self, state: &str, token_id: &str) -> Result<Sealed, ApprovalError> {
@@ -206,6 +233,7 @@ pub fn input_required(
     let body = String::from_utf8_lossy(&payload.body).into_owned();
     let sha256 = sha256_hex(&payload.body);
     let sealed = Sealed {
+        nonce: uuid::Uuid::new_v4().to_string(),
         tool: tool.to_owned(),
         decision_id: decision_id.to_owned(),
         sha256: sha256.clone(),

@@ -57,7 +57,8 @@ impl ToolError {
             ToolError::Approval(a) => match a {
                 ApprovalError::BadState
                 | ApprovalError::WrongTool { .. }
-                | ApprovalError::Changed => "invalid_arguments",
+                | ApprovalError::Changed
+                | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
                 ApprovalError::Key(_) | ApprovalError::Schema(_) => "internal_error",
             },

@@ -11,6 +11,7 @@ use crate::catalog::{
     DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS, MAX_LIMIT,
 };
 use crate::catalog::{ToolDef, ToolKind};
+use crate::config::SessionMode;
 use crate::policy::{
     CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, ToolInfo,
     ZabbixInfo,
@@ -36,15 +37,26 @@ pub struct Outcome {
 
 impl Subject {
     pub fn new(
+        app: &App,
         context: &RequestContext<RoleServer>,
         caller: &Caller,
         version: ZabbixVersion,
     ) -> Self {
         let identity = &caller.identity;
-        // Per-request metadata (2026-07-28) first, then the session's initialize (older).
-        let client = context.client_info();
+        // Per-request metadata (2026-07-28) first, then the session's initialize (older). A
+        // stateless server has no session: rmcp stands in a default peer there, whose name
+        // and capabilities are not the client's, so only per-request metadata counts.
+        let stateless = app.config.session_mode == SessionMode::Stateless;
+        let (client, capabilities) = if stateless {
+            (
+                context.meta.client_info(),
+                context.meta.client_capabilities(),
+            )
+        } else {
+            (context.client_info(), context.client_capabilities())
+        };
         let mut elicitation = Vec::new();
-        if let Some(capability) = context.client_capabilities().and_then(|c| c.elicitation) {
+        if let Some(capability) = capabilities.and_then(|c| c.elicitation) {
             // A bare `elicitation: {}` means form (MCP 2025-06-18 compatibility).
             if capability.form.is_some() || capability.url.is_none() {
                 elicitation.push("form".to_owned());

@@ -73,7 +73,7 @@ impl ServerHandler for GuardHandler {
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
-        let subject = Subject::new(&context, &caller, tools.version);
+        let subject = Subject::new(&self.app, &context, &caller, tools.version);
         Ok(ListToolsResult::with_all_items(tools::offered(
             &self.app, &tools, &subject,
         )))
@@ -84,6 +84,7 @@ impl ServerHandler for GuardHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let _in_flight = self.app.in_flight.enter();
         let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
         let Some(def) = tools.find(&request.name) else {
@@ -97,7 +98,7 @@ impl ServerHandler for GuardHandler {
             user.id = %caller.identity.userid,
             token_id = %caller.token_id,
         );
-        let subject = Subject::new(&context, &caller, tools.version);
+        let subject = Subject::new(&self.app, &context, &caller, tools.version);
         let call = tools::Call {
             context: &context,
             request: &request,
@@ -124,7 +125,7 @@ impl ServerHandler for GuardHandler {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
-        let subject = Subject::new(&context, &caller, tools.version);
+        let subject = Subject::new(&self.app, &context, &caller, tools.version);
         Ok(resources::templates(&self.app, &tools, &subject))
     }
 
@@ -133,10 +134,11 @@ impl ServerHandler for GuardHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let _in_flight = self.app.in_flight.enter();
         let caller = caller(&context)?;
         let tools = self.app.tool_list().await.map_err(internal)?;
         let span = tracing::info_span!("resource_read", mcp.method.name = "resources/read");
-        let subject = Subject::new(&context, &caller, tools.version);
+        let subject = Subject::new(&self.app, &context, &caller, tools.version);
         resources::read(&self.app, &caller, &subject, &tools, &request.uri)
             .instrument(span)
             .await

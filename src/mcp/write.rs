@@ -53,8 +53,18 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             send(app, &call, &payload).await
         }
         Route::Elicit => {
-            let answer = approval::elicit(call.context, call.def.name, &payload).await;
-            let answer = answer.map_err(ToolError::from)?;
+            let answer = match approval::elicit(call.context, call.def.name, &payload).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    app.decisions.event(
+                        id,
+                        "approval",
+                        json!({"outcome": "unavailable", "via": "elicitation", "sha256": sha256,
+                               "error": error.to_string()}),
+                    );
+                    return Err(error.into());
+                }
+            };
             app.decisions.event(
                 id,
                 "approval",
@@ -123,6 +133,8 @@ async fn redeem(
     if answer != Answer::Approved {
         return Err(ToolError::ApprovalDeclined(answer.as_str().into()));
     }
+    // One human yes sends once: a replayed (or resent) state is refused from here on.
+    app.approver.redeem(&sealed).await?;
     let payload = Payload {
         method: call.def.method,
         body: Bytes::from(sealed.body),

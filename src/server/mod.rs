@@ -58,6 +58,7 @@ pub struct Server {
     mcp_cancel: CancellationToken,
     tasks: JoinSet<()>,
     policy_watcher: tokio::task::JoinHandle<()>,
+    app: Arc<App>,
 }
 
 impl Server {
@@ -103,6 +104,7 @@ impl Server {
             mcp_cancel,
             tasks,
             policy_watcher,
+            app,
         })
     }
 
@@ -113,8 +115,14 @@ impl Server {
     /// Stops accepting, lets in-flight requests finish (bounded), then returns.
     pub async fn shutdown(mut self) {
         self.cancel.cancel();
-        while self.tasks.join_next().await.is_some() {}
+        // Calls in flight finish first; then rmcp's sessions end, which closes the streams
+        // stateful clients keep open, and the connections drain.
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        while self.app.in_flight.count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         self.mcp_cancel.cancel();
+        while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
     }
 
