@@ -55,6 +55,20 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
         .parse()
         .unwrap();
     assert_eq!(written, child.id());
+    // SIGHUP reloads the policy set at once.
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("SIGHUP: reloading policies")
+    {
+        assert!(Instant::now() < deadline, "no reload logged after SIGHUP");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let kill = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
