@@ -12,7 +12,12 @@ pub(super) const V6_0: ZabbixVersion = ZabbixVersion::new(6, 0, 0);
 pub(super) const V6_2: ZabbixVersion = ZabbixVersion::new(6, 2, 0);
 pub(super) const V8_0: ZabbixVersion = ZabbixVersion::new(8, 0, 0);
 
-pub(super) const fn ids(name: &'static str, what: &'static str, param: &'static str) -> ArgDef {
+pub(super) const fn ids(name: &'static str, what: &'static str) -> ArgDef {
+    ids_as(name, what, name)
+}
+
+/// An ID list sent under another parameter name (`ruleids` → `itemids`).
+pub(super) const fn ids_as(name: &'static str, what: &'static str, param: &'static str) -> ArgDef {
     ArgDef {
         name,
         ty: ArgType::Ids,

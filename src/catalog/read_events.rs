@@ -20,17 +20,12 @@ pub(super) const PROBLEM_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids(
-            "eventids",
-            "Return only these problem event IDs.",
-            "eventids",
-        ),
+        ids("eventids", "Return only these problem event IDs."),
         ids(
             "groupids",
             "Return only problems of hosts in these host groups.",
-            "groupids",
         ),
-        ids("hostids", "Return only problems of these hosts.", "hostids"),
+        ids("hostids", "Return only problems of these hosts."),
         ArgDef {
             name: "severities",
             ty: ArgType::IntList { min: 0, max: 5 },
@@ -99,20 +94,14 @@ pub(super) const MAINTENANCE_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids(
-            "maintenanceids",
-            "Return only these maintenance IDs.",
-            "maintenanceids",
-        ),
+        ids("maintenanceids", "Return only these maintenance IDs."),
         ids(
             "groupids",
             "Return only maintenances that cover these host groups.",
-            "groupids",
         ),
         ids(
             "hostids",
             "Return only maintenances that cover these hosts.",
-            "hostids",
         ),
         LIMIT,
     ],

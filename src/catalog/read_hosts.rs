@@ -20,7 +20,7 @@ pub(super) const HOSTGROUP_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids("groupids", "Return only these host group IDs.", "groupids"),
+        ids("groupids", "Return only these host group IDs."),
         ArgDef {
             name: "names",
             ty: ArgType::Strings,
@@ -67,11 +67,7 @@ pub(super) const TEMPLATEGROUP_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_2,
     args: &[
-        ids(
-            "groupids",
-            "Return only these template group IDs.",
-            "groupids",
-        ),
+        ids("groupids", "Return only these template group IDs."),
         ArgDef {
             name: "names",
             ty: ArgType::Strings,
@@ -120,12 +116,8 @@ pub(super) const HOST_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids("hostids", "Return only these host IDs.", "hostids"),
-        ids(
-            "groupids",
-            "Return only hosts in these host groups.",
-            "groupids",
-        ),
+        ids("hostids", "Return only these host IDs."),
+        ids("groupids", "Return only hosts in these host groups."),
         search(
             &["host", "name"],
             "Case-insensitive text to find in the technical or visible host name; with `*` the pattern must match the whole name (e.g. `web*`).",
@@ -166,15 +158,10 @@ pub(super) const TEMPLATE_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids(
-            "templateids",
-            "Return only these template IDs.",
-            "templateids",
-        ),
+        ids("templateids", "Return only these template IDs."),
         ids(
             "groupids",
             "Return only templates in these template groups (host groups on Zabbix 6.0).",
-            "groupids",
         ),
         search(
             &["host", "name"],

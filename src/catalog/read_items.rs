@@ -1,7 +1,7 @@
 //! Read tools for items, discovery rules, interfaces, macros and triggers (part of `read::READ_TOOLS`).
 
 use crate::catalog::read::{
-    ITEM_DEFINITION, ITEM_OUTPUT, LIMIT, TAGS, TRIGGER_OUTPUT, V6_0, ids, search,
+    ITEM_DEFINITION, ITEM_OUTPUT, LIMIT, TAGS, TRIGGER_OUTPUT, V6_0, ids, ids_as, search,
 };
 use crate::catalog::{
     ArgDef, ArgRule, ArgType, Mapping, Query, ResourceDef, ResourceKind, Select, SelectParam, Sort,
@@ -22,8 +22,8 @@ pub(super) const ITEM_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids("hostids", "Return only items of these hosts.", "hostids"),
-        ids("itemids", "Return only these item IDs.", "itemids"),
+        ids("hostids", "Return only items of these hosts."),
+        ids("itemids", "Return only these item IDs."),
         search(
             &["name", "key_"],
             "Case-insensitive text to find in the item name or key; with `*` the pattern must match the whole name (e.g. `web*`).",
@@ -62,12 +62,8 @@ pub(super) const LLD_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids(
-            "hostids",
-            "Return only discovery rules of these hosts.",
-            "hostids",
-        ),
-        ids(
+        ids("hostids", "Return only discovery rules of these hosts."),
+        ids_as(
             "ruleids",
             "Return only these discovery rule IDs.",
             "itemids",
@@ -113,16 +109,8 @@ pub(super) const INTERFACE_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids(
-            "hostids",
-            "Return only interfaces of these hosts.",
-            "hostids",
-        ),
-        ids(
-            "interfaceids",
-            "Return only these interface IDs.",
-            "interfaceids",
-        ),
+        ids("hostids", "Return only interfaces of these hosts."),
+        ids("interfaceids", "Return only these interface IDs."),
         LIMIT,
     ],
     rules: &[],
@@ -167,7 +155,6 @@ pub(super) const MACRO_GET: ToolDef = ToolDef {
         ids(
             "hostids",
             "Return the macros defined on these hosts or templates.",
-            "hostids",
         ),
         ArgDef {
             name: "global",
@@ -225,8 +212,8 @@ pub(super) const TRIGGER_GET: ToolDef = ToolDef {
     idempotent: true,
     since: V6_0,
     args: &[
-        ids("triggerids", "Return only these trigger IDs.", "triggerids"),
-        ids("hostids", "Return only triggers of these hosts.", "hostids"),
+        ids("triggerids", "Return only these trigger IDs."),
+        ids("hostids", "Return only triggers of these hosts."),
         search(
             &["description"],
             "Case-insensitive text to find in the trigger description; with `*` the pattern must match the whole name (e.g. `web*`).",
