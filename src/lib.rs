@@ -11,6 +11,7 @@ pub mod calendar;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod display;
 pub mod exposure;
 pub mod mcp;
 pub mod pidfile;
