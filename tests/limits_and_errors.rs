@@ -3,7 +3,11 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{config_for, labs, read, results, start, start_with, tool_error};
+use rmcp::ServiceError;
+use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -232,4 +236,50 @@ async fn output_extend_is_never_sent() {
         }
         guard.stop().await;
     }
+}
+
+/// A Zabbix answer of the wrong shape is our failure to understand it, not Zabbix being
+/// down: `internal_error`, with the decision_id.
+#[tokio::test]
+async fn a_result_we_cannot_read_is_an_internal_error() {
+    let (stub_url, _stub) =
+        common::stub::start_answering(Duration::ZERO, json!({"hostid": "1"})).await;
+    let guard = start_with(config_for(&stub_url)).await;
+    let client = common::client(&guard, "stub-token").await;
+    let err = tool_error(&client, "host_get", json!({})).await;
+    assert_eq!(err["code"], "internal_error", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("host.get did not return a list"),
+        "{err}"
+    );
+    assert!(err["decision_id"].is_string(), "{err}");
+    guard.stop().await;
+}
+
+/// A failed resource read is a JSON-RPC error whose data names the same code a tool
+/// call would get.
+#[tokio::test]
+async fn resource_errors_carry_the_error_code() {
+    let (stub_url, _stub) = common::stub::start(Duration::from_secs(3)).await;
+    let mut config = config_for(&stub_url);
+    config.timeout = Duration::from_millis(500);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, "stub-token").await;
+    let err = client
+        .read_resource(ReadResourceRequestParams::new("zabbix://host/1"))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = err else {
+        panic!("expected a JSON-RPC error, got {err}");
+    };
+    assert_eq!(
+        error.data,
+        Some(json!({"code": "upstream_timeout"})),
+        "{error:?}"
+    );
+    assert!(error.message.contains("did not answer"), "{error:?}");
+    guard.stop().await;
 }

@@ -341,7 +341,13 @@ async fn maintenance_create_update_delete() {
             annotations("maintenance_update").read_only_hint,
             Some(false)
         );
-        assert_eq!(annotations("problem_close").destructive_hint, Some(false));
+        // Zabbix cannot reopen a closed problem, and every comment is one more record.
+        assert_eq!(annotations("problem_close").destructive_hint, Some(true));
+        assert_eq!(annotations("problem_annotate").idempotent_hint, Some(false));
+        assert_eq!(
+            annotations("problem_acknowledge").destructive_hint,
+            Some(false)
+        );
         guard.stop().await;
     }
 }

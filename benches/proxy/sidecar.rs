@@ -112,7 +112,7 @@ pub fn default_decision_log() -> PathBuf {
 /// sidecar's own catalog and client code.
 pub fn host_get_body(app: &App, version: ZabbixVersion) -> Bytes {
     let tool = catalog::find("host_get").expect("host_get in the catalog");
-    let query = tool.query.as_ref().expect("host_get is a read tool");
+    let query = tool.query().expect("host_get is a read tool");
     let raw: Value = serde_json::from_str(TOOL_ARGS).expect("tool arguments");
     let now = zabbix_mcp_guard::mcp::tools::unix_now();
     let mut args =

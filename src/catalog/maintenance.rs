@@ -7,7 +7,10 @@
 //! In an update, list arguments replace the whole stored set and `[]` clears it (except
 //! `timeperiods`: Zabbix needs at least one).
 
-use crate::catalog::{ArgDef, ArgRule, ArgType, IntChoice, Mapping, ToolDef, ToolKind, WriteSpec};
+use crate::catalog::{
+    ArgDef, ArgRule, ArgType, Behaviour, Effect, IntChoice, Mapping, ToolDef, WriteRequest,
+    WriteSpec,
+};
 use crate::zabbix::{Method, ZabbixVersion};
 
 const V6_0: ZabbixVersion = ZabbixVersion::new(6, 0, 0);
@@ -224,9 +227,6 @@ pub static MAINTENANCE_TOOLS: [ToolDef; 3] = [
                       window, once) and, with data collection, problem tags that limit which \
                       problems are suppressed. Not idempotent: each call creates one.",
         method: Method::MaintenanceCreate,
-        kind: ToolKind::Write,
-        destructive: false,
-        idempotent: false,
         since: V6_0,
         args: &CREATE_ARGS,
         rules: &[
@@ -247,8 +247,10 @@ pub static MAINTENANCE_TOOLS: [ToolDef; 3] = [
                 till: "active_till",
             },
         ],
-        query: None,
-        write: Some(WriteSpec::Object),
+        behaviour: Behaviour::Write(WriteSpec {
+            request: WriteRequest::Object,
+            effect: Effect::ADDS,
+        }),
     },
     ToolDef {
         name: "maintenance_update",
@@ -259,9 +261,6 @@ pub static MAINTENANCE_TOOLS: [ToolDef; 3] = [
                       C; [] clears a set (not timeperiods). Zabbix refuses an update that would \
                       leave no host group and no host.",
         method: Method::MaintenanceUpdate,
-        kind: ToolKind::Write,
-        destructive: false,
-        idempotent: true,
         since: V6_0,
         args: &UPDATE_ARGS,
         rules: &[
@@ -273,8 +272,10 @@ pub static MAINTENANCE_TOOLS: [ToolDef; 3] = [
             },
             TAGS_RULE,
         ],
-        query: None,
-        write: Some(WriteSpec::Object),
+        behaviour: Behaviour::Write(WriteSpec {
+            request: WriteRequest::Object,
+            effect: Effect::SETS,
+        }),
     },
     ToolDef {
         name: "maintenance_delete",
@@ -282,9 +283,6 @@ pub static MAINTENANCE_TOOLS: [ToolDef; 3] = [
         description: "Delete Zabbix maintenance periods by ID (maintenance_get `maintenanceid`). \
                       Cannot be undone.",
         method: Method::MaintenanceDelete,
-        kind: ToolKind::Write,
-        destructive: true,
-        idempotent: true,
         since: V6_0,
         args: &[arg(
             "maintenanceids",
@@ -294,7 +292,9 @@ pub static MAINTENANCE_TOOLS: [ToolDef; 3] = [
             "IDs of the maintenance periods to delete.",
         )],
         rules: &[],
-        query: None,
-        write: Some(WriteSpec::Object),
+        behaviour: Behaviour::Write(WriteSpec {
+            request: WriteRequest::Object,
+            effect: Effect::DESTROYS,
+        }),
     },
 ];

@@ -41,28 +41,47 @@ pub struct ToolDef {
     pub title: &'static str,
     pub description: &'static str,
     pub method: Method,
-    pub kind: ToolKind,
-    pub destructive: bool,
-    pub idempotent: bool,
     /// The oldest Zabbix version that serves this tool.
     pub since: ZabbixVersion,
     pub args: &'static [ArgDef],
     /// Constraints that involve more than one argument.
     pub rules: &'static [ArgRule],
-    /// How a read tool queries Zabbix (None for write tools).
-    pub query: Option<Query>,
-    /// How a write tool builds its request (None for read tools).
-    pub write: Option<WriteSpec>,
+    pub behaviour: Behaviour,
+}
+
+/// What a tool does: a read has a query (and is read-only, non-destructive, idempotent);
+/// a write has a request shape and an effect. Nothing else can be written down.
+#[derive(Debug)]
+pub enum Behaviour {
+    Read(Query),
+    Write(WriteSpec),
+}
+
+/// How a write tool builds its request, and what it does to Zabbix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteSpec {
+    pub request: WriteRequest,
+    pub effect: Effect,
 }
 
 /// The shape of a write tool's request parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteSpec {
+pub enum WriteRequest {
     /// An object built from the argument mappings.
     Object,
     /// `event.acknowledge`: an object with `action` = this flag, plus the flag of every
     /// `Mapping::ActionParam` argument that was given.
     Acknowledge { action: i64 },
+}
+
+/// What a write does, as the MCP annotations (`destructiveHint`, `idempotentHint`) and the
+/// policy input (`tool.destructive`, `tool.idempotent`) tell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effect {
+    /// It cannot be undone (a deletion, a manual close).
+    pub destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: bool,
 }
 
 /// One argument of a tool.
@@ -316,14 +335,64 @@ impl ResourceKind {
     }
 }
 
+impl Effect {
+    /// Sets a state; setting it again changes nothing (acknowledge, update).
+    pub const SETS: Effect = Effect {
+        destructive: false,
+        idempotent: true,
+    };
+    /// Adds a record on every call (a comment, a new maintenance).
+    pub const ADDS: Effect = Effect {
+        destructive: false,
+        idempotent: false,
+    };
+    /// Cannot be undone (delete, manual close); repeating it changes nothing more.
+    pub const DESTROYS: Effect = Effect {
+        destructive: true,
+        idempotent: true,
+    };
+}
+
 impl ToolDef {
+    pub fn kind(&self) -> ToolKind {
+        match self.behaviour {
+            Behaviour::Read(_) => ToolKind::Read,
+            Behaviour::Write(_) => ToolKind::Write,
+        }
+    }
+
     pub fn is_read(&self) -> bool {
-        self.kind == ToolKind::Read
+        self.kind() == ToolKind::Read
     }
 
     /// Write tools return Zabbix's result directly: no output schema, no envelope.
     pub fn is_write(&self) -> bool {
-        self.kind == ToolKind::Write
+        self.kind() == ToolKind::Write
+    }
+
+    /// A read's effect: none.
+    pub fn effect(&self) -> Effect {
+        match &self.behaviour {
+            Behaviour::Read(_) => Effect {
+                destructive: false,
+                idempotent: true,
+            },
+            Behaviour::Write(spec) => spec.effect,
+        }
+    }
+
+    pub fn query(&self) -> Option<&Query> {
+        match &self.behaviour {
+            Behaviour::Read(query) => Some(query),
+            Behaviour::Write(_) => None,
+        }
+    }
+
+    pub fn write_spec(&self) -> Option<WriteSpec> {
+        match &self.behaviour {
+            Behaviour::Read(_) => None,
+            Behaviour::Write(spec) => Some(*spec),
+        }
     }
 
     pub fn available_on(&self, version: ZabbixVersion) -> bool {
@@ -331,7 +400,7 @@ impl ToolDef {
     }
 
     pub fn resource(&self) -> Option<&ResourceDef> {
-        self.query.as_ref().and_then(|q| q.resource.as_ref())
+        self.query().and_then(|q| q.resource.as_ref())
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{
     ArgError, Arguments, Mapping, Query, ResourceDef, ResourceKind, Select, ToolDef, VariantValue,
-    WriteSpec,
+    WriteRequest,
 };
 use crate::zabbix::ZabbixVersion;
 
@@ -104,7 +104,7 @@ pub fn write_params(
     args: &Arguments,
     version: ZabbixVersion,
 ) -> Result<Value, ArgError> {
-    let Some(spec) = tool.write else {
+    let Some(spec) = tool.write_spec() else {
         return Err(ArgError(format!("{} is not a write tool", tool.name)));
     };
     if !tool.available_on(version) {
@@ -114,9 +114,9 @@ pub fn write_params(
         )));
     }
     let mut params = Map::new();
-    let mut action = match spec {
-        WriteSpec::Acknowledge { action } => Some(action),
-        WriteSpec::Object => None,
+    let mut action = match spec.request {
+        WriteRequest::Acknowledge { action } => Some(action),
+        WriteRequest::Object => None,
     };
     for def in tool.args {
         let Some(value) = args.get(def.name) else {
@@ -229,7 +229,7 @@ mod tests {
     fn params(tool: &str, raw: serde_json::Value, version: ZabbixVersion) -> serde_json::Value {
         let tool = find(tool).unwrap();
         let args = args::validate(tool, raw.as_object(), version, 1_000_000).unwrap();
-        read_params(tool, tool.query.as_ref().unwrap(), &args, version)
+        read_params(tool, tool.query().unwrap(), &args, version)
     }
 
     #[test]
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn no_tool_ever_asks_for_extend() {
         for tool in crate::catalog::all_tools() {
-            let Some(query) = tool.query.as_ref() else {
+            let Some(query) = tool.query() else {
                 continue;
             };
             for v in [V60, V70] {

@@ -2,7 +2,9 @@
 //! calls `event.acknowledge` with its action flag; a `message` adds flag 4 and is recorded
 //! in the same call.
 
-use crate::catalog::{ArgDef, ArgRule, ArgType, Mapping, ToolDef, ToolKind, WriteSpec};
+use crate::catalog::{
+    ArgDef, ArgRule, ArgType, Behaviour, Effect, Mapping, ToolDef, WriteRequest, WriteSpec,
+};
 use crate::zabbix::{Method, ZabbixVersion};
 
 const V6_0: ZabbixVersion = ZabbixVersion::new(6, 0, 0);
@@ -48,11 +50,19 @@ const MESSAGE: ArgDef = message(
     "Optional comment (at most 2048 characters), recorded on the problems in the same call.",
 );
 
+/// `event.acknowledge` with this action flag.
+const fn ack(action: i64, effect: Effect) -> WriteSpec {
+    WriteSpec {
+        request: WriteRequest::Acknowledge { action },
+        effect,
+    }
+}
+
 const fn tool(
     name: &'static str,
     title: &'static str,
     description: &'static str,
-    action: i64,
+    write: WriteSpec,
     since: ZabbixVersion,
     args: &'static [ArgDef],
     rules: &'static [ArgRule],
@@ -62,14 +72,10 @@ const fn tool(
         title,
         description,
         method: Method::EventAcknowledge,
-        kind: ToolKind::Write,
-        destructive: false,
-        idempotent: true,
         since,
         args,
         rules,
-        query: None,
-        write: Some(WriteSpec::Acknowledge { action }),
+        behaviour: Behaviour::Write(write),
     }
 }
 
@@ -79,7 +85,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Acknowledge problems",
         "Acknowledge Zabbix problems (event IDs from problem_get), optionally with a message. \
          Already acknowledged problems are left as they are.",
-        ACKNOWLEDGE,
+        ack(ACKNOWLEDGE, Effect::SETS),
         V6_0,
         &[EVENTIDS, MESSAGE],
         &[],
@@ -89,7 +95,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Unacknowledge problems",
         "Remove the acknowledgement of Zabbix problems (event IDs from problem_get), optionally \
          with a message.",
-        UNACKNOWLEDGE,
+        ack(UNACKNOWLEDGE, Effect::SETS),
         V6_0,
         &[EVENTIDS, MESSAGE],
         &[],
@@ -100,7 +106,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Close Zabbix problems manually (event IDs from problem_get), optionally with a message. \
          Zabbix refuses it unless the problem's trigger allows manual close (trigger_get \
          `manual_close` = 1) and the caller may edit the trigger.",
-        CLOSE,
+        ack(CLOSE, Effect::DESTROYS),
         V6_0,
         &[EVENTIDS, MESSAGE],
         &[],
@@ -110,7 +116,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Comment on problems",
         "Record a message (comment) on Zabbix problems (event IDs from problem_get) without \
          changing their state.",
-        0,
+        ack(0, Effect::ADDS),
         V6_0,
         &[
             EVENTIDS,
@@ -123,7 +129,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Change problem severity",
         "Change the severity of Zabbix problems (event IDs from problem_get), optionally with a \
          message. The caller needs write access to the triggers.",
-        CHANGE_SEVERITY,
+        ack(CHANGE_SEVERITY, Effect::SETS),
         V6_0,
         &[
             EVENTIDS,
@@ -144,7 +150,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Suppress problems",
         "Suppress Zabbix problems (event IDs from problem_get) until a given time or \
          indefinitely, optionally with a message. Zabbix 6.2 and later.",
-        SUPPRESS,
+        ack(SUPPRESS, Effect::SETS),
         V6_2,
         &[
             EVENTIDS,
@@ -166,7 +172,7 @@ pub static PROBLEM_TOOLS: [ToolDef; 7] = [
         "Unsuppress problems",
         "Remove the manual suppression of Zabbix problems (event IDs from problem_get), \
          optionally with a message. Zabbix 6.2 and later.",
-        UNSUPPRESS,
+        ack(UNSUPPRESS, Effect::SETS),
         V6_2,
         &[EVENTIDS, MESSAGE],
         &[],

@@ -2,7 +2,7 @@
 
 use crate::catalog::read::{GROUPS, HISTORY_TYPES, LIMIT, TAGS, V6_0, ids};
 use crate::catalog::{
-    ArgDef, ArgRule, ArgType, Mapping, Query, Select, SelectParam, Sort, ToolDef, ToolKind,
+    ArgDef, ArgRule, ArgType, Behaviour, Mapping, Query, Select, SelectParam, Sort, ToolDef,
     Variant, VariantValue,
 };
 use crate::zabbix::Method;
@@ -15,9 +15,6 @@ pub(super) const PROBLEM_GET: ToolDef = ToolDef {
                   classified .. 5 disaster), acknowledged or suppressed state; `recent: true` \
                   also returns problems resolved recently. Event IDs feed the problem_* tools.",
     method: Method::ProblemGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("eventids", "Return only these problem event IDs."),
@@ -57,8 +54,7 @@ pub(super) const PROBLEM_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "eventid",
         output: &[
             "eventid",
@@ -89,9 +85,6 @@ pub(super) const MAINTENANCE_GET: ToolDef = ToolDef {
     description: "List Zabbix maintenance periods, sorted by name, with their host groups, \
                   hosts, time periods and tags. Filter by maintenance IDs, host group IDs or host IDs.",
     method: Method::MaintenanceGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("maintenanceids", "Return only these maintenance IDs."),
@@ -106,8 +99,7 @@ pub(super) const MAINTENANCE_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "maintenanceid",
         output: &[
             "maintenanceid",
@@ -161,9 +153,6 @@ pub(super) const HISTORY_GET: ToolDef = ToolDef {
                   policy may set other limits); without time_from/time_till it is the widest \
                   allowed window ending now. Binary items cannot be read.",
     method: Method::HistoryGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ArgDef {
@@ -200,8 +189,7 @@ pub(super) const HISTORY_GET: ToolDef = ToolDef {
         from: "time_from",
         till: "time_till",
     }],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "itemid",
         output: &["itemid", "clock", "ns", "value"],
         selects: &[],

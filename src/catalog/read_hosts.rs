@@ -5,7 +5,7 @@ use crate::catalog::read::{
     V6_0, V6_2, ids, search,
 };
 use crate::catalog::{
-    ArgDef, ArgType, Mapping, Query, ResourceDef, ResourceKind, Sort, ToolDef, ToolKind,
+    ArgDef, ArgType, Behaviour, Mapping, Query, ResourceDef, ResourceKind, Sort, ToolDef,
 };
 use crate::zabbix::Method;
 
@@ -15,9 +15,6 @@ pub(super) const HOSTGROUP_GET: ToolDef = ToolDef {
     description: "List Zabbix host groups, sorted by name. Filter by group IDs, exact names, \
                   or a search string matched anywhere in the name.",
     method: Method::HostGroupGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("groupids", "Return only these host group IDs."),
@@ -35,8 +32,7 @@ pub(super) const HOSTGROUP_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "groupid",
         output: &["groupid", "name", "flags"],
         selects: &[],
@@ -62,9 +58,6 @@ pub(super) const TEMPLATEGROUP_GET: ToolDef = ToolDef {
     description: "List Zabbix template groups (Zabbix 6.2 and later), sorted by name. Filter by \
                   group IDs, exact names, or a search string matched anywhere in the name.",
     method: Method::TemplateGroupGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_2,
     args: &[
         ids("groupids", "Return only these template group IDs."),
@@ -82,8 +75,7 @@ pub(super) const TEMPLATEGROUP_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "groupid",
         output: &["groupid", "name"],
         selects: &[],
@@ -111,9 +103,6 @@ pub(super) const HOST_GET: ToolDef = ToolDef {
                   group IDs, or a search string matched in the technical or visible name. \
                   Items, interfaces and macros come from item_get, interface_get, macro_get.",
     method: Method::HostGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("hostids", "Return only these host IDs."),
@@ -125,8 +114,7 @@ pub(super) const HOST_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "hostid",
         output: HOST_OUTPUT,
         selects: &[GROUPS, TAGS, PARENT_TEMPLATES, TRIGGERS],
@@ -153,9 +141,6 @@ pub(super) const TEMPLATE_GET: ToolDef = ToolDef {
                   tags, linked templates and triggers (limited fields). Filter by template \
                   IDs, group IDs, or a search string matched in the technical or visible name.",
     method: Method::TemplateGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("templateids", "Return only these template IDs."),
@@ -170,8 +155,7 @@ pub(super) const TEMPLATE_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "templateid",
         output: TEMPLATE_OUTPUT,
         selects: &[TEMPLATE_GROUPS, TAGS, PARENT_TEMPLATES, TRIGGERS],

@@ -4,8 +4,8 @@ use crate::catalog::read::{
     ITEM_DEFINITION, ITEM_OUTPUT, LIMIT, TAGS, TRIGGER_OUTPUT, V6_0, ids, ids_as, search,
 };
 use crate::catalog::{
-    ArgDef, ArgRule, ArgType, Mapping, Query, ResourceDef, ResourceKind, Select, SelectParam, Sort,
-    ToolDef, ToolKind, Variant, VariantValue,
+    ArgDef, ArgRule, ArgType, Behaviour, Mapping, Query, ResourceDef, ResourceKind, Select,
+    SelectParam, Sort, ToolDef, Variant, VariantValue,
 };
 use crate::zabbix::Method;
 
@@ -17,9 +17,6 @@ pub(super) const ITEM_GET: ToolDef = ToolDef {
                   tells which history type to ask history_get for (0 float, 1 character, \
                   2 log, 3 unsigned, 4 text).",
     method: Method::ItemGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("hostids", "Return only items of these hosts."),
@@ -31,8 +28,7 @@ pub(super) const ITEM_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "itemid",
         output: ITEM_OUTPUT,
         selects: &[TAGS],
@@ -57,9 +53,6 @@ pub(super) const LLD_GET: ToolDef = ToolDef {
     title: "Low-level discovery rules",
     description: "List Zabbix low-level discovery rules, sorted by name. Filter by host IDs or rule IDs.",
     method: Method::DiscoveryRuleGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("hostids", "Return only discovery rules of these hosts."),
@@ -71,8 +64,7 @@ pub(super) const LLD_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "itemid",
         output: &[
             "itemid",
@@ -104,9 +96,6 @@ pub(super) const INTERFACE_GET: ToolDef = ToolDef {
     description: "List Zabbix host interfaces (agent, SNMP, IPMI, JMX), sorted by interface ID. \
                   Filter by host IDs or interface IDs.",
     method: Method::HostInterfaceGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("hostids", "Return only interfaces of these hosts."),
@@ -114,8 +103,7 @@ pub(super) const INTERFACE_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "interfaceid",
         output: &[
             "interfaceid",
@@ -147,9 +135,6 @@ pub(super) const MACRO_GET: ToolDef = ToolDef {
                   hosts or templates (`hostids`) or the global macros (`global: true`). Values \
                   of secret macros are not returned by Zabbix.",
     method: Method::UserMacroGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids(
@@ -173,8 +158,7 @@ pub(super) const MACRO_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[ArgRule::ExactlyOne(&["hostids", "global"])],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "hostmacroid",
         output: &[
             "hostmacroid",
@@ -207,9 +191,6 @@ pub(super) const TRIGGER_GET: ToolDef = ToolDef {
                   host/key form, their hosts and tags. Filter by trigger IDs, host IDs, or a \
                   search string matched in the description.",
     method: Method::TriggerGet,
-    kind: ToolKind::Read,
-    destructive: false,
-    idempotent: true,
     since: V6_0,
     args: &[
         ids("triggerids", "Return only these trigger IDs."),
@@ -221,8 +202,7 @@ pub(super) const TRIGGER_GET: ToolDef = ToolDef {
         LIMIT,
     ],
     rules: &[],
-    write: None,
-    query: Some(Query {
+    behaviour: Behaviour::Read(Query {
         id_field: "triggerid",
         output: TRIGGER_OUTPUT,
         selects: &[

@@ -34,15 +34,28 @@ fn the_ten_write_tools_and_their_annotations() {
     assert_eq!(all_tools().count(), 22);
     for t in &writes {
         assert!(
-            t.query.is_none() && t.write.is_some() && !t.is_read(),
+            t.query().is_none() && t.write_spec().is_some(),
             "{}",
             t.name
         );
-        assert_eq!(t.destructive, t.name == "maintenance_delete", "{}", t.name);
-        assert_eq!(t.idempotent, t.name != "maintenance_create", "{}", t.name);
+        // Irreversible: a deleted maintenance and a manually closed problem stay so.
+        let destructive = matches!(t.name, "maintenance_delete" | "problem_close");
+        assert_eq!(t.effect().destructive, destructive, "{}", t.name);
+        // Each call adds one more: a maintenance, a comment.
+        let adds = matches!(t.name, "maintenance_create" | "problem_annotate");
+        assert_eq!(t.effect().idempotent, !adds, "{}", t.name);
     }
     for t in all_tools().filter(|t| t.is_read()) {
-        assert!(t.write.is_none() && t.query.is_some(), "{}", t.name);
+        assert!(
+            t.write_spec().is_none() && t.query().is_some(),
+            "{}",
+            t.name
+        );
+        assert!(
+            !t.effect().destructive && t.effect().idempotent,
+            "{}",
+            t.name
+        );
     }
 }
 

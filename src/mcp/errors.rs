@@ -1,17 +1,26 @@
-//! The one mapping from internal errors to what an MCP client sees: tool failures are tool
-//! results with `isError: true` and a structured body `{code, message, data?, decision_id?}`;
-//! protocol-level problems are JSON-RPC errors.
+//! The one mapping from internal errors to what a client sees, in its three forms:
+//! - a failed tool call is a tool result with `isError: true` whose text block is the JSON
+//!   error body `{code, message, data?, decision_id?}` and that carries no
+//!   `structuredContent` (a read tool's output schema describes its success envelope, and
+//!   TypeScript-SDK clients validate any structured content against it);
+//! - a failed request that is not a tool call (tools/list, resources/*) is a JSON-RPC error
+//!   with `data: {code}`; unknown tools and unknown resources are JSON-RPC errors too;
+//! - a request refused before MCP (token, Host/Origin) is an HTTP answer `{error, message}`.
+//!
+//! Our own failures are `internal_error`, never dressed as Zabbix's.
 
+use http::StatusCode;
 use rmcp::ErrorData as McpError;
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::ArgError;
 use crate::mcp::approval::ApprovalError;
 use crate::response::ResponseError;
-use crate::zabbix::ZabbixError;
+use crate::server::guard::GuardError;
+use crate::zabbix::{CallerError, Method, ZabbixError};
 
-/// Why a tool call failed.
+/// Why a tool call (or another MCP request) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     #[error("invalid arguments: {0}")]
@@ -20,8 +29,9 @@ pub enum ToolError {
     Zabbix(#[from] ZabbixError),
     #[error(transparent)]
     Response(#[from] ResponseError),
-    #[error("{message}")]
-    Unsupported { message: String },
+    /// Zabbix answered a read with something other than a list of records.
+    #[error("{method} did not return a list of records")]
+    NotAList { method: Method },
     #[error("the request reached the tool without a resolved caller")]
     NoCaller,
     #[error("denied by policy: {}", .reasons.join("; "))]
@@ -36,21 +46,26 @@ pub enum ToolError {
     Approval(#[from] ApprovalError),
 }
 
+/// How a request refused before MCP is answered over HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: StatusCode,
+    /// The `error` field of the body.
+    pub code: &'static str,
+    /// The `WWW-Authenticate` challenge MCP clients expect with a 401.
+    pub challenge: Option<&'static str>,
+}
+
+const INTERNAL: &str = "internal_error";
+const CHALLENGE: &str = "Bearer realm=\"zabbix-mcp-guard\"";
+const CHALLENGE_INVALID: &str = "Bearer realm=\"zabbix-mcp-guard\", error=\"invalid_token\"";
+
 impl ToolError {
     /// The stable error code agents and SIEM rules match on.
     pub fn code(&self) -> &'static str {
         match self {
             ToolError::InvalidArguments(_) => "invalid_arguments",
-            ToolError::Zabbix(z) => match z {
-                ZabbixError::Api { .. } => "zabbix_error",
-                ZabbixError::Timeout(_) => "upstream_timeout",
-                ZabbixError::Unavailable(_)
-                | ZabbixError::HttpStatus(_)
-                | ZabbixError::BadResponse(_) => "upstream_unavailable",
-                ZabbixError::Unsupported { .. } => "unsupported_version",
-                ZabbixError::BadUrl { .. } | ZabbixError::Tls(_) => "internal_error",
-            },
-            ToolError::Unsupported { .. } => "unsupported_version",
+            ToolError::Zabbix(z) => zabbix_code(z),
             ToolError::Denied { .. } => "denied",
             ToolError::ApprovalDeclined(_) => "approval_declined",
             ToolError::ApprovalUnavailable => "approval_unavailable",
@@ -60,13 +75,13 @@ impl ToolError {
                 | ApprovalError::Changed
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
-                ApprovalError::Key(_) | ApprovalError::Schema(_) => "internal_error",
+                ApprovalError::Key(_) | ApprovalError::Schema(_) => INTERNAL,
             },
-            ToolError::Response(_) | ToolError::NoCaller => "internal_error",
+            ToolError::Response(_) | ToolError::NotAList { .. } | ToolError::NoCaller => INTERNAL,
         }
     }
 
-    /// The structured error body.
+    /// The error body `{code, message, data?, decision_id?}`.
     pub fn body(&self, decision_id: Option<&str>) -> Value {
         let mut body = Map::new();
         body.insert("code".into(), json!(self.code()));
@@ -75,20 +90,22 @@ impl ToolError {
             other => other.to_string(),
         };
         body.insert("message".into(), json!(message));
-        if let ToolError::Zabbix(ZabbixError::Api {
-            code,
-            message,
-            data,
-        }) = self
-        {
-            // Zabbix's own error, unchanged.
-            body.insert(
-                "data".into(),
-                json!({"code": code, "message": message, "data": data}),
-            );
-        }
-        if let ToolError::Denied { reasons } = self {
-            body.insert("data".into(), json!({ "reasons": reasons }));
+        match self {
+            ToolError::Zabbix(ZabbixError::Api {
+                code,
+                message,
+                data,
+            }) => {
+                // Zabbix's own error, unchanged.
+                body.insert(
+                    "data".into(),
+                    json!({"code": code, "message": message, "data": data}),
+                );
+            }
+            ToolError::Denied { reasons } => {
+                body.insert("data".into(), json!({ "reasons": reasons }));
+            }
+            _ => {}
         }
         if let Some(id) = decision_id {
             body.insert("decision_id".into(), json!(id));
@@ -96,8 +113,66 @@ impl ToolError {
         Value::Object(body)
     }
 
+    /// The failed tool call as a tool result: the body as JSON text, no structured content,
+    /// so that it is valid under any tool's output schema for every client.
     pub fn into_result(self, decision_id: Option<&str>) -> CallToolResult {
-        CallToolResult::structured_error(self.body(decision_id))
+        CallToolResult::error(vec![ContentBlock::text(self.body(decision_id).to_string())])
+    }
+
+    /// The failure of a request that is not a tool call, as a JSON-RPC error.
+    pub fn into_rpc(self) -> McpError {
+        let data = Some(json!({ "code": self.code() }));
+        match self {
+            ToolError::InvalidArguments(_) => McpError::invalid_params(self.to_string(), data),
+            _ => McpError::internal_error(self.to_string(), data),
+        }
+    }
+}
+
+/// The code of a Zabbix client failure: Zabbix's answer, Zabbix out of reach, or ours.
+fn zabbix_code(error: &ZabbixError) -> &'static str {
+    match error {
+        ZabbixError::Api { .. } => "zabbix_error",
+        ZabbixError::Timeout(_) => "upstream_timeout",
+        ZabbixError::Unavailable(_) | ZabbixError::HttpStatus(_) | ZabbixError::BadResponse(_) => {
+            "upstream_unavailable"
+        }
+        ZabbixError::Request(_) | ZabbixError::BadUrl { .. } | ZabbixError::Tls(_) => INTERNAL,
+    }
+}
+
+/// A request refused before MCP: 401 for a missing or rejected token (with the challenge),
+/// 403 for a foreign Host or Origin, 503 when Zabbix could not be asked, 500 for our own
+/// failures.
+pub fn refusal(error: &GuardError) -> Refusal {
+    let unauthorized = |challenge| Refusal {
+        status: StatusCode::UNAUTHORIZED,
+        code: "unauthorized",
+        challenge: Some(challenge),
+    };
+    match error {
+        GuardError::MissingToken => unauthorized(CHALLENGE),
+        GuardError::MalformedToken | GuardError::Caller(CallerError::InvalidToken(_)) => {
+            unauthorized(CHALLENGE_INVALID)
+        }
+        GuardError::ForbiddenHost(_) => Refusal {
+            status: StatusCode::FORBIDDEN,
+            code: "forbidden",
+            challenge: None,
+        },
+        GuardError::Caller(CallerError::Upstream(z)) => {
+            let code = zabbix_code(z);
+            let status = if code == INTERNAL {
+                StatusCode::INTERNAL_SERVER_ERROR
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            Refusal {
+                status,
+                code,
+                challenge: None,
+            }
+        }
     }
 }
 
@@ -112,6 +187,105 @@ pub fn resource_not_found(uri: &str) -> McpError {
     McpError::resource_not_found(format!("resource not found: {uri}"), None)
 }
 
-pub fn internal(message: impl std::fmt::Display) -> McpError {
-    McpError::internal_error(message.to_string(), None)
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::StatusCode;
+    use serde_json::{Value, json};
+
+    use super::{ToolError, refusal};
+    use crate::server::guard::GuardError;
+    use crate::zabbix::{CallerError, Method, ZabbixError};
+
+    fn text_body(error: ToolError, id: Option<&str>) -> Value {
+        let result = error.into_result(id);
+        assert_eq!(result.is_error, Some(true));
+        assert!(result.structured_content.is_none(), "no structured content");
+        let text = &result.content[0].as_text().expect("a text block").text;
+        serde_json::from_str(text).expect("the text block is JSON")
+    }
+
+    #[test]
+    fn tool_errors_are_text_bodies_without_structured_content() {
+        let denied = ToolError::Denied {
+            reasons: vec!["no".into()],
+        };
+        assert_eq!(
+            text_body(denied, Some("d-1")),
+            json!({"code": "denied", "message": "denied by policy: no",
+                   "data": {"reasons": ["no"]}, "decision_id": "d-1"})
+        );
+        let api = ToolError::Zabbix(ZabbixError::Api {
+            code: -32602,
+            message: "Invalid params.".into(),
+            data: json!("x"),
+        });
+        let body = text_body(api, None);
+        assert_eq!(body["code"], "zabbix_error");
+        assert_eq!(
+            body["data"],
+            json!({"code": -32602, "message": "Invalid params.", "data": "x"})
+        );
+        assert!(body.get("decision_id").is_none());
+    }
+
+    #[test]
+    fn our_own_failures_are_internal_errors() {
+        let ours = [
+            ToolError::Zabbix(ZabbixError::Request(
+                "the token is not a valid header value".into(),
+            )),
+            ToolError::NotAList {
+                method: Method::HostGet,
+            },
+            ToolError::NoCaller,
+        ];
+        for error in ours {
+            assert_eq!(error.code(), "internal_error", "{error}");
+        }
+        let theirs = [
+            (
+                ZabbixError::BadResponse("not JSON-RPC".into()),
+                "upstream_unavailable",
+            ),
+            (ZabbixError::HttpStatus(502), "upstream_unavailable"),
+            (
+                ZabbixError::Timeout(Duration::from_secs(3)),
+                "upstream_timeout",
+            ),
+        ];
+        for (error, code) in theirs {
+            assert_eq!(ToolError::from(error).code(), code);
+        }
+    }
+
+    #[test]
+    fn rpc_errors_carry_the_code() {
+        let error = ToolError::from(ZabbixError::Timeout(Duration::from_secs(3))).into_rpc();
+        assert_eq!(error.data, Some(json!({"code": "upstream_timeout"})));
+        let error = ToolError::NoCaller.into_rpc();
+        assert_eq!(error.data, Some(json!({"code": "internal_error"})));
+    }
+
+    #[test]
+    fn http_refusals() {
+        let missing = refusal(&GuardError::MissingToken);
+        assert_eq!(missing.status, StatusCode::UNAUTHORIZED);
+        assert!(missing.challenge.is_some());
+        let down = refusal(&GuardError::Caller(CallerError::Upstream(
+            ZabbixError::Unavailable("refused".into()),
+        )));
+        assert_eq!(
+            (down.status, down.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "upstream_unavailable")
+        );
+        let ours = refusal(&GuardError::Caller(CallerError::Upstream(
+            ZabbixError::Request("x".into()),
+        )));
+        assert_eq!(
+            (ours.status, ours.code),
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
+        );
+    }
 }

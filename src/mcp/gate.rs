@@ -92,13 +92,13 @@ fn tool_info(def: &ToolDef, exposed_name: &str) -> ToolInfo {
     ToolInfo {
         name: def.name.to_owned(),
         exposed_name: exposed_name.to_owned(),
-        kind: match def.kind {
+        kind: match def.kind() {
             ToolKind::Read => crate::policy::ToolKind::Read,
             ToolKind::Write => crate::policy::ToolKind::Write,
         },
         method: def.method.as_str().to_owned(),
-        destructive: def.destructive,
-        idempotent: def.idempotent,
+        destructive: def.effect().destructive,
+        idempotent: def.effect().idempotent,
     }
 }
 

@@ -21,7 +21,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use tracing::Instrument;
 
 use crate::app::App;
-use crate::mcp::errors::{ToolError, internal, unknown_tool};
+use crate::mcp::errors::{ToolError, unknown_tool};
 use crate::mcp::gate::Subject;
 use crate::zabbix::Caller;
 
@@ -43,7 +43,7 @@ fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Caller>())
         .cloned()
-        .ok_or_else(|| internal(ToolError::NoCaller))
+        .ok_or_else(|| ToolError::NoCaller.into_rpc())
 }
 
 const INSTRUCTIONS: &str = "Zabbix monitoring data through a policy-enforcing gateway. Read tools \
@@ -72,7 +72,11 @@ impl ServerHandler for GuardHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller(&context)?;
-        let tools = self.app.tool_list().await.map_err(internal)?;
+        let tools = self
+            .app
+            .tool_list()
+            .await
+            .map_err(|e| ToolError::from(e).into_rpc())?;
         let subject = Subject::new(&self.app, &context, &caller, tools.version);
         Ok(ListToolsResult::with_all_items(tools::offered(
             &self.app, &tools, &subject,
@@ -86,7 +90,11 @@ impl ServerHandler for GuardHandler {
     ) -> Result<CallToolResponse, McpError> {
         let _in_flight = self.app.in_flight.enter();
         let caller = caller(&context)?;
-        let tools = self.app.tool_list().await.map_err(internal)?;
+        let tools = self
+            .app
+            .tool_list()
+            .await
+            .map_err(|e| ToolError::from(e).into_rpc())?;
         let Some(def) = tools.find(&request.name) else {
             return Err(unknown_tool(&request.name));
         };
@@ -124,7 +132,11 @@ impl ServerHandler for GuardHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let caller = caller(&context)?;
-        let tools = self.app.tool_list().await.map_err(internal)?;
+        let tools = self
+            .app
+            .tool_list()
+            .await
+            .map_err(|e| ToolError::from(e).into_rpc())?;
         let subject = Subject::new(&self.app, &context, &caller, tools.version);
         Ok(resources::templates(&self.app, &tools, &subject))
     }
@@ -136,7 +148,11 @@ impl ServerHandler for GuardHandler {
     ) -> Result<ReadResourceResponse, McpError> {
         let _in_flight = self.app.in_flight.enter();
         let caller = caller(&context)?;
-        let tools = self.app.tool_list().await.map_err(internal)?;
+        let tools = self
+            .app
+            .tool_list()
+            .await
+            .map_err(|e| ToolError::from(e).into_rpc())?;
         let span = tracing::info_span!("resource_read", mcp.method.name = "resources/read");
         let subject = Subject::new(&self.app, &context, &caller, tools.version);
         resources::read(&self.app, &caller, &subject, &tools, &request.uri)

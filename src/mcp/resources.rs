@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::catalog::{self, ResourceKind, params};
-use crate::mcp::errors::{internal, resource_not_found};
+use crate::mcp::errors::{ToolError, resource_not_found};
 use crate::mcp::gate::{self, Subject};
 use crate::mcp::tools::{ToolList, offered};
 use crate::policy::{Phase, ResourceInfo};
@@ -96,7 +96,7 @@ pub async fn read(
     if !decision.allow {
         return Err(resource_not_found(uri));
     }
-    let (Some(query), Some(resource)) = (def.query.as_ref(), def.resource()) else {
+    let (Some(query), Some(resource)) = (def.query(), def.resource()) else {
         return Err(resource_not_found(uri));
     };
     let request = params::resource_params(query, resource, id, tools.version);
@@ -109,7 +109,7 @@ pub async fn read(
         Ok(_) => return Err(resource_not_found(uri)),
         // Zabbix rejects some IDs outright (out of range): still "not found" to the agent.
         Err(ZabbixError::Api { .. }) => return Err(resource_not_found(uri)),
-        Err(other) => return Err(internal(other)),
+        Err(other) => return Err(ToolError::from(other).into_rpc()),
     };
     params::shape_record(
         &mut record,
@@ -162,7 +162,8 @@ fn about(app: &App, caller: &Caller, subject: &Subject, tools: &ToolList) -> Val
 }
 
 fn text(uri: &str, value: &Value) -> Result<ReadResourceResult, McpError> {
-    let body = serde_json::to_string(value).map_err(internal)?;
+    let body =
+        serde_json::to_string(value).map_err(|e| ToolError::Response(e.into()).into_rpc())?;
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(body, uri).with_mime_type(JSON),
     ]))

@@ -11,7 +11,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::{self, Arguments, ToolDef, args, params, schema};
+use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Outcome, Subject};
 use crate::mcp::write::{self, WriteCall, Written};
@@ -36,10 +36,11 @@ impl ToolList {
                 continue;
             }
             let exposed = app.exposure.exposed_name(def.name);
+            let effect = def.effect();
             let annotations = ToolAnnotations::with_title(def.title)
                 .read_only(def.is_read())
-                .destructive(def.destructive)
-                .idempotent(def.idempotent)
+                .destructive(effect.destructive)
+                .idempotent(effect.idempotent)
                 .open_world(false);
             let mut tool = Tool::new(
                 exposed.clone(),
@@ -133,9 +134,9 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         return failed(ToolError::Denied { reasons }, Some(id)).into();
     }
     let outcome = Outcome::new(&app.decisions, id);
-    let result = if def.is_read() {
+    let result = if let Behaviour::Read(query) = &def.behaviour {
         match args::enforce_limits(def, &mut arguments, &gate::limits(&decision), now) {
-            Ok(()) => call_read(app, call.caller, def, &arguments, version)
+            Ok(()) => call_read(app, call.caller, def, query, &arguments, version)
                 .await
                 .map(|(result, count)| {
                     (Written::Done(result), json!({"ok": true, "count": count}))
@@ -178,7 +179,11 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
 }
 
 fn failed(error: ToolError, decision_id: Option<&str>) -> CallToolResult {
-    tracing::info!(error.code = error.code(), error = %error, "tool call failed");
+    if error.code() == "internal_error" {
+        tracing::warn!(error.code = error.code(), error = %error, "tool call failed");
+    } else {
+        tracing::info!(error.code = error.code(), error = %error, "tool call failed");
+    }
     error.into_result(decision_id)
 }
 
@@ -187,23 +192,17 @@ async fn call_read(
     app: &App,
     caller: &Caller,
     def: &'static ToolDef,
+    query: &Query,
     arguments: &Arguments,
     version: ZabbixVersion,
 ) -> Result<(CallToolResult, usize), ToolError> {
-    let Some(query) = def.query.as_ref() else {
-        return Err(ToolError::Unsupported {
-            message: format!("{} is not a read tool", def.name),
-        });
-    };
     let request = params::read_params(def, query, arguments, version);
     let result = app
         .zabbix
         .call(def.method, &request, Some((&caller.token, version)))
         .await?;
     let Value::Array(mut records) = result else {
-        return Err(ToolError::Zabbix(crate::zabbix::ZabbixError::BadResponse(
-            format!("{} did not return a list", def.method),
-        )));
+        return Err(ToolError::NotAList { method: def.method });
     };
     let shape = params::shape(query, arguments);
     let resource = query.resource.as_ref().map(|r| r.kind);

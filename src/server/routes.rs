@@ -18,8 +18,8 @@ use tower_service::Service;
 
 use crate::app::App;
 use crate::mcp::GuardHandler;
+use crate::mcp::errors;
 use crate::server::guard::{self, AllowedHosts, GuardError};
-use crate::zabbix::CallerError;
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -103,39 +103,22 @@ async fn readiness(app: &App) -> Response<Body> {
     }
 }
 
-/// 401 for a missing or rejected token (with the challenge MCP clients expect), 503 when
-/// Zabbix could not be asked.
+/// A request refused before MCP, answered as `mcp::errors::refusal` says.
 fn refused(error: &GuardError) -> Response<Body> {
-    let (status, challenge) = match error {
-        GuardError::MissingToken => (
-            StatusCode::UNAUTHORIZED,
-            "Bearer realm=\"zabbix-mcp-guard\"".to_owned(),
-        ),
-        GuardError::MalformedToken | GuardError::Caller(CallerError::InvalidToken(_)) => (
-            StatusCode::UNAUTHORIZED,
-            "Bearer realm=\"zabbix-mcp-guard\", error=\"invalid_token\"".to_owned(),
-        ),
-        GuardError::ForbiddenHost(_) => {
-            tracing::warn!(reason = %error, "request refused: possible DNS rebinding");
-            return json_response(
-                StatusCode::FORBIDDEN,
-                &json!({"error": "forbidden", "message": error.to_string()}),
-            );
-        }
-        GuardError::Caller(CallerError::Upstream(_)) => {
-            return json_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &json!({"error": "upstream_unavailable", "message": error.to_string()}),
-            );
-        }
-    };
-    tracing::info!(http.response.status_code = status.as_u16(), reason = %error, "request refused");
+    let refusal = errors::refusal(error);
+    if refusal.status == StatusCode::FORBIDDEN {
+        tracing::warn!(reason = %error, "request refused: possible DNS rebinding");
+    } else {
+        tracing::info!(http.response.status_code = refusal.status.as_u16(), reason = %error, "request refused");
+    }
     let mut response = json_response(
-        status,
-        &json!({"error": "unauthorized", "message": error.to_string()}),
+        refusal.status,
+        &json!({"error": refusal.code, "message": error.to_string()}),
     );
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
-        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    if let Some(challenge) = refusal.challenge {
+        response
+            .headers_mut()
+            .insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     }
     response
 }

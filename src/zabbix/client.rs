@@ -170,7 +170,7 @@ impl ZabbixClient {
             auth: None,
         };
         let body = serde_json::to_vec(&request)
-            .map_err(|e| ZabbixError::BadResponse(format!("cannot serialize request: {e}")))?;
+            .map_err(|e| ZabbixError::Request(format!("serializing the body: {e}")))?;
         Ok(Payload {
             method,
             body: Bytes::from(body),
@@ -215,7 +215,7 @@ impl ZabbixClient {
         };
         let request = builder
             .body(Full::new(body))
-            .map_err(|e| ZabbixError::BadResponse(format!("cannot build request: {e}")))?;
+            .map_err(|e| ZabbixError::Request(format!("building the HTTP request: {e}")))?;
         let http = if payload.method.is_write() {
             &self.http_writes
         } else {
@@ -264,11 +264,9 @@ async fn round_trip(
 /// object instead of serializing the whole request again.
 fn with_auth_field(body: &Bytes, token: &ApiToken) -> Result<Bytes, ZabbixError> {
     let token_json = serde_json::to_string(token.expose())
-        .map_err(|e| ZabbixError::BadResponse(format!("cannot serialize token: {e}")))?;
+        .map_err(|e| ZabbixError::Request(format!("serializing the token: {e}")))?;
     let Some(without_brace) = body.strip_suffix(b"}") else {
-        return Err(ZabbixError::BadResponse(
-            "request body is not an object".into(),
-        ));
+        return Err(ZabbixError::Request("the body is not a JSON object".into()));
     };
     let mut out = Vec::with_capacity(body.len() + token_json.len() + 10);
     out.extend_from_slice(without_brace);

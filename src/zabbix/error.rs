@@ -1,13 +1,12 @@
 //! Errors of the Zabbix client: what went wrong between the sidecar and the Zabbix API.
+//! Our own failures on the way (a request we could not build) are kept apart from what
+//! Zabbix did, so that a bug of ours is never reported as Zabbix being down.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::zabbix::method::Method;
-use crate::zabbix::version::ZabbixVersion;
-
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ZabbixError {
     /// Zabbix answered with a JSON-RPC error; passed to the agent unchanged.
     #[error("Zabbix API error {code}: {message} {data}")]
@@ -22,14 +21,12 @@ pub enum ZabbixError {
     Unavailable(String),
     #[error("the Zabbix API answered HTTP {0}")]
     HttpStatus(u16),
+    /// Zabbix answered, but not with a JSON-RPC response we can read.
     #[error("the Zabbix API sent an invalid response: {0}")]
     BadResponse(String),
-    #[error("{method} needs Zabbix {needed} or later; this Zabbix is {actual}")]
-    Unsupported {
-        method: Method,
-        needed: ZabbixVersion,
-        actual: ZabbixVersion,
-    },
+    /// The sidecar could not build the request (ours, not Zabbix's: `internal_error`).
+    #[error("cannot build the request to the Zabbix API: {0}")]
+    Request(String),
     #[error("invalid Zabbix API URL {url:?}: {reason}")]
     BadUrl { url: String, reason: String },
     #[error("TLS setup for the Zabbix connection failed: {0}")]

@@ -331,8 +331,8 @@ pub fn applied(result: &CallToolResult, event: &str) {
 
 /// The structured error body of a failed call, checked for its code.
 pub fn failed(result: &CallToolResult, code: &str) -> Value {
-    let body = result.structured_content.clone().unwrap_or(Value::Null);
     assert_eq!(result.is_error, Some(true), "should fail with {code}");
+    let body = crate::common::error_body(result);
     assert_eq!(body["code"], code, "{}", brief(&body));
     assert!(
         body["decision_id"].is_string(),

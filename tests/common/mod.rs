@@ -215,11 +215,27 @@ pub async fn read(client: &Client, tool: &str, args: Value) -> Value {
     envelope
 }
 
-/// Calls a tool that must fail; returns the structured error body.
+/// Calls a tool that must fail; returns the error body.
 pub async fn tool_error(client: &Client, tool: &str, args: Value) -> Value {
     let result = call(client, tool, args.clone()).await;
     assert_eq!(result.is_error, Some(true), "{tool} {args} should fail");
-    result.structured_content.expect("structured error body")
+    error_body(&result)
+}
+
+/// The error body `{code, message, data?, decision_id?}` of a failed call: the JSON text of
+/// its one text block (errors carry no structuredContent, see src/mcp/errors.rs).
+pub fn error_body(result: &CallToolResult) -> Value {
+    assert!(
+        result.structured_content.is_none(),
+        "an error result carries no structuredContent: {result:?}"
+    );
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .unwrap_or_else(|| panic!("an error result has a text block: {result:?}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("the error text is JSON ({e}): {text}"))
 }
 
 pub fn results(envelope: &Value) -> &Vec<Value> {

@@ -19,6 +19,15 @@ pub struct Stub {
 
 /// Starts a stub that answers data methods after `delay`; returns its API URL.
 pub async fn start(delay: Duration) -> (String, Stub) {
+    start_answering(
+        delay,
+        json!([{"hostid": "1", "host": "slow", "name": "slow"}]),
+    )
+    .await
+}
+
+/// Starts a stub that answers data methods with `result` after `delay`.
+pub async fn start_answering(delay: Duration, result: Value) -> (String, Stub) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stub = Stub::default();
@@ -29,9 +38,11 @@ pub async fn start(delay: Duration) -> (String, Stub) {
                 return;
             };
             let calls = calls.clone();
+            let answer = result.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let calls = calls.clone();
+                    let answer = answer.clone();
                     async move {
                         let body = req.into_body().collect().await.unwrap().to_bytes();
                         let request: Value = serde_json::from_slice(&body).unwrap();
@@ -44,7 +55,7 @@ pub async fn start(delay: Duration) -> (String, Stub) {
                             _ => {
                                 calls.fetch_add(1, Ordering::SeqCst);
                                 tokio::time::sleep(delay).await;
-                                json!([{"hostid": "1", "host": "slow", "name": "slow"}])
+                                answer
                             }
                         };
                         let answer =
