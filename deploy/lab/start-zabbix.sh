@@ -304,11 +304,36 @@ up7() {
   echo "ZABBIX7_URL=$url"; echo "ZABBIX7_TOKEN=$tok"
 }
 
+# ---------------------------------------------------------------- MCP Inspector CLI (tests/inspector.rs)
+# A TypeScript-SDK client nobody here wrote. Its package asks for Node >= 22.19; its CLI runs on
+# the Node 20 of this machine (checked: tools/call over streamable HTTP), so the engine check is
+# only a warning here.
+INSPECTOR_VERSION="${INSPECTOR_VERSION:-2.12.0}"
+INSPECTOR_HOME="${INSPECTOR_HOME:-/opt/mcp-inspector}"
+install_inspector() {
+  local pkg="$INSPECTOR_HOME/node_modules/@modelcontextprotocol/inspector/package.json"
+  if [ -f "$pkg" ] && grep -q "\"version\": \"$INSPECTOR_VERSION\"" "$pkg"; then
+    log "MCP Inspector $INSPECTOR_VERSION already installed in $INSPECTOR_HOME"; return
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends nodejs npm \
+      > "$ZBX_STATE_DIR/logs/apt-node.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-node.log"; exit 1; }
+  fi
+  local node_major; node_major=$(node -p 'process.versions.node.split(".")[0]')
+  if [ "$node_major" -lt 20 ]; then
+    echo "the MCP Inspector CLI needs Node 20 or later; this machine has $(node --version)" >&2; exit 1
+  fi
+  log "installing MCP Inspector $INSPECTOR_VERSION in $INSPECTOR_HOME"
+  npm install --prefix "$INSPECTOR_HOME" --no-fund --no-audit "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" \
+    > "$ZBX_STATE_DIR/logs/npm-inspector.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/npm-inspector.log"; exit 1; }
+  "$INSPECTOR_HOME/node_modules/.bin/mcp-inspector" --cli --help > /dev/null
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7 ;;
+  all) up6; up7; install_inspector ;;
   *) echo "usage: $0 [6|7|all]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - T_START ))s; env files in $ZBX_STATE_DIR"
