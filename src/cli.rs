@@ -105,8 +105,8 @@ pub struct ParamFlags {
     /// TLSCAFile: extra CA for the Zabbix connection [ZABBIX_MCP_GUARD_TLS_CA_FILE]
     #[arg(long, value_name = "FILE")]
     pub tls_ca_file: Option<String>,
-    /// IgnoreURLCertErrors: 0 or 1; alone means 1 [ZABBIX_MCP_GUARD_IGNORE_URL_CERT_ERRORS]
-    #[arg(long, value_name = "0|1", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
+    /// IgnoreURLCertErrors: true or false; alone means true [ZABBIX_MCP_GUARD_IGNORE_URL_CERT_ERRORS]
+    #[arg(long, value_name = "true|false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub ignore_url_cert_errors: Option<String>,
     /// Timeout: seconds to wait for the Zabbix API [ZABBIX_MCP_GUARD_TIMEOUT]
     #[arg(long, value_name = "SECONDS")]
@@ -365,12 +365,12 @@ mod tests {
     }
 
     #[test]
-    fn boolean_flag_without_value_means_one() {
+    fn boolean_flag_without_value_means_true() {
         let cli =
             try_parse_from(["zabbix-mcp-guard", "--ignore-url-cert-errors", "serve"]).unwrap();
-        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("1"));
-        let cli = try_parse_from(["zabbix-mcp-guard", "--ignore-url-cert-errors=0"]).unwrap();
-        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("0"));
+        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("true"));
+        let cli = try_parse_from(["zabbix-mcp-guard", "--ignore-url-cert-errors=false"]).unwrap();
+        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("false"));
     }
 
     #[test]

@@ -66,7 +66,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         if config.ignore_url_cert_errors {
-            tracing::warn!("IgnoreURLCertErrors=1: the Zabbix API certificate is not verified");
+            tracing::warn!("IgnoreURLCertErrors=true: the Zabbix API certificate is not verified");
         }
         let app = App::new(config).context("cannot set up the sidecar")?;
         match app.zabbix.version().await {

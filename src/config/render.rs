@@ -43,7 +43,7 @@ fn value(config: &Config, param: Param) -> String {
         Param::TlsCertFile => path(&config.tls_cert_file),
         Param::TlsKeyFile => path(&config.tls_key_file),
         Param::TlsCaFile => path(&config.tls_ca_file),
-        Param::IgnoreUrlCertErrors => u8::from(config.ignore_url_cert_errors).to_string(),
+        Param::IgnoreUrlCertErrors => config.ignore_url_cert_errors.to_string(),
         Param::Timeout => config.timeout.as_secs().to_string(),
         Param::MaxResponseSize => format_size(config.max_response_size as u64),
         Param::ToolPrefix => config.tool_prefix.clone(),
