@@ -123,7 +123,7 @@ fn reload_on_sighup(app: &std::sync::Arc<App>) {
                 return;
             };
             while hangups.recv().await.is_some() {
-                if let Err(error) = app.policy.on_sighup() {
+                if let Err(error) = app.policy.on_sighup().await {
                     tracing::error!(%error, "policy reload failed; the running policy is kept");
                 }
             }

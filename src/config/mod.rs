@@ -54,7 +54,8 @@ pub struct Config {
     pub log_file_size_mb: u32,
     pub debug_level: u8,
     pub pid_file: Option<PathBuf>,
-    pub policy_dir: PathBuf,
+    /// `PolicyDir`; none means the default policy built into the binary.
+    pub policy_dir: Option<PathBuf>,
     pub policy_mode: PolicyMode,
     pub decision_log: DecisionLogSink,
     pub session_mode: SessionMode,

@@ -53,7 +53,7 @@ fn value(config: &Config, param: Param) -> String {
         Param::LogFileSize => config.log_file_size_mb.to_string(),
         Param::DebugLevel => config.debug_level.to_string(),
         Param::PidFile => path(&config.pid_file),
-        Param::PolicyDir => config.policy_dir.display().to_string(),
+        Param::PolicyDir => path(&config.policy_dir),
         Param::PolicyMode => config.policy_mode.as_str().to_owned(),
         Param::DecisionLog => config.decision_log.to_string(),
         Param::SessionMode => config.session_mode.as_str().to_owned(),

@@ -69,7 +69,10 @@ fn defaults() {
     assert!(!c.ignore_url_cert_errors);
     assert_eq!(c.log_type, LogType::Console);
     assert_eq!((c.log_file_size_mb, c.debug_level), (1, 3));
-    assert_eq!(c.policy_dir, PathBuf::from("policies"));
+    assert_eq!(
+        c.policy_dir, None,
+        "no PolicyDir: the built-in default policy"
+    );
     assert_eq!(c.policy_mode, PolicyMode::Enforce);
     assert_eq!(c.decision_log, DecisionLogSink::Stdout);
     assert_eq!(c.session_mode, SessionMode::Stateless);
@@ -143,7 +146,7 @@ fn every_parameter_from_a_file() {
     assert_eq!(c.log_file, Some(PathBuf::from("/var/log/g.log")));
     assert_eq!((c.log_file_size_mb, c.debug_level), (0, 5));
     assert_eq!(c.pid_file, Some(PathBuf::from("/run/g.pid")));
-    assert_eq!(c.policy_dir, PathBuf::from("/etc/g/policies"));
+    assert_eq!(c.policy_dir, Some(PathBuf::from("/etc/g/policies")));
     assert_eq!(c.policy_mode, PolicyMode::DryRun);
     assert_eq!(
         c.decision_log,
