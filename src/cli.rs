@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::config::{FlagValue, Param, Sources};
+use crate::config::{EnvContract, FlagValue, Param, Sources};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -18,7 +18,9 @@ use crate::config::{FlagValue, Param, Sources};
     after_help = "Every parameter can also be set in the configuration file (by its name, \
                   e.g. FrontendURL) or with a ZABBIX_MCP_GUARD_* variable \
                   (e.g. ZABBIX_MCP_GUARD_FRONTEND_URL). Flags win over variables, \
-                  variables over the file."
+                  variables over the file. With --env-contract zabbix-image the official \
+                  image's ZBX_* variables are read too, between the file and the \
+                  ZABBIX_MCP_GUARD_* variables."
 )]
 pub struct Cli {
     /// Configuration file (Zabbix syntax); without it, flags and variables only
@@ -34,6 +36,16 @@ pub struct Cli {
     /// Validate the configuration, print the effective values and exit
     #[arg(short = 'T', long = "test-config", global = true)]
     pub test_config: bool,
+
+    /// Also read the official Zabbix MCP server image's ZBX_* variables
+    #[arg(
+        long = "env-contract",
+        value_name = "CONTRACT",
+        env = "ZABBIX_MCP_GUARD_ENV_CONTRACT",
+        value_parser = ["zabbix-image"],
+        global = true
+    )]
+    pub env_contract: Option<String>,
 
     #[command(flatten)]
     pub params: ParamFlags,
@@ -218,7 +230,15 @@ impl Cli {
     /// The configuration sources: the `-c` file, the process environment and the
     /// parameter flags.
     pub fn sources(&self) -> Sources {
-        Sources::from_process_env(self.config.clone(), self.flag_values())
+        Sources::from_process_env(self.config.clone(), self.flag_values(), self.env_contract())
+    }
+
+    /// The environment contract `--env-contract` selects.
+    pub fn env_contract(&self) -> EnvContract {
+        match self.env_contract.as_deref() {
+            Some("zabbix-image") => EnvContract::ZabbixImage,
+            _ => EnvContract::Guard,
+        }
     }
 }
 

@@ -89,6 +89,15 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// A sidecar serving from another process (the real binary) at `base`.
+    pub fn external(base: &str) -> Guard {
+        Guard {
+            url: format!("{base}/mcp"),
+            base: base.to_owned(),
+            server: None,
+        }
+    }
+
     pub async fn stop(mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown().await;
