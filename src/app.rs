@@ -9,7 +9,9 @@ use crate::config::{self, Config};
 use crate::exposure::Exposure;
 use crate::mcp::approval::{ApprovalError, Approver};
 use crate::mcp::tools::ToolList;
-use crate::policy::{DecisionLog, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode};
+use crate::policy::{
+    DecisionLog, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode, PolicySource,
+};
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 
 /// How many token identities are cached, and for how long: short, so that a revoked or
@@ -55,7 +57,11 @@ impl App {
             config::PolicyMode::Enforce => PolicyMode::Enforce,
             config::PolicyMode::DryRun => PolicyMode::DryRun,
         };
-        let policy = PolicyEngine::load_or_deny_all(&config.policy_dir, mode);
+        let source = match &config.policy_dir {
+            Some(dir) => PolicySource::Dir(dir.clone()),
+            None => PolicySource::BuiltIn,
+        };
+        let policy = PolicyEngine::load_or_deny_all(source, mode);
         if let Some(error) = policy.status().last_error {
             tracing::error!(%error, "no policy loaded: every call is denied until one loads");
         }

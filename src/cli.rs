@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::config::{FlagValue, Param, Sources};
+use crate::config::{EnvContract, FlagValue, Param, Sources};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -18,7 +18,9 @@ use crate::config::{FlagValue, Param, Sources};
     after_help = "Every parameter can also be set in the configuration file (by its name, \
                   e.g. FrontendURL) or with a ZABBIX_MCP_GUARD_* variable \
                   (e.g. ZABBIX_MCP_GUARD_FRONTEND_URL). Flags win over variables, \
-                  variables over the file."
+                  variables over the file. With --env-contract zabbix-image the official \
+                  image's ZBX_* variables are read too, between the file and the \
+                  ZABBIX_MCP_GUARD_* variables."
 )]
 pub struct Cli {
     /// Configuration file (Zabbix syntax); without it, flags and variables only
@@ -34,6 +36,16 @@ pub struct Cli {
     /// Validate the configuration, print the effective values and exit
     #[arg(short = 'T', long = "test-config", global = true)]
     pub test_config: bool,
+
+    /// Also read the official Zabbix MCP server image's ZBX_* variables
+    #[arg(
+        long = "env-contract",
+        value_name = "CONTRACT",
+        env = "ZABBIX_MCP_GUARD_ENV_CONTRACT",
+        value_parser = ["zabbix-image"],
+        global = true
+    )]
+    pub env_contract: Option<String>,
 
     #[command(flatten)]
     pub params: ParamFlags,
@@ -105,8 +117,8 @@ pub struct ParamFlags {
     /// TLSCAFile: extra CA for the Zabbix connection [ZABBIX_MCP_GUARD_TLS_CA_FILE]
     #[arg(long, value_name = "FILE")]
     pub tls_ca_file: Option<String>,
-    /// IgnoreURLCertErrors: 0 or 1; alone means 1 [ZABBIX_MCP_GUARD_IGNORE_URL_CERT_ERRORS]
-    #[arg(long, value_name = "0|1", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
+    /// IgnoreURLCertErrors: true or false; alone means true [ZABBIX_MCP_GUARD_IGNORE_URL_CERT_ERRORS]
+    #[arg(long, value_name = "true|false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub ignore_url_cert_errors: Option<String>,
     /// Timeout: seconds to wait for the Zabbix API [ZABBIX_MCP_GUARD_TIMEOUT]
     #[arg(long, value_name = "SECONDS")]
@@ -218,7 +230,15 @@ impl Cli {
     /// The configuration sources: the `-c` file, the process environment and the
     /// parameter flags.
     pub fn sources(&self) -> Sources {
-        Sources::from_process_env(self.config.clone(), self.flag_values())
+        Sources::from_process_env(self.config.clone(), self.flag_values(), self.env_contract())
+    }
+
+    /// The environment contract `--env-contract` selects.
+    pub fn env_contract(&self) -> EnvContract {
+        match self.env_contract.as_deref() {
+            Some("zabbix-image") => EnvContract::ZabbixImage,
+            _ => EnvContract::Guard,
+        }
     }
 }
 
@@ -365,12 +385,12 @@ mod tests {
     }
 
     #[test]
-    fn boolean_flag_without_value_means_one() {
+    fn boolean_flag_without_value_means_true() {
         let cli =
             try_parse_from(["zabbix-mcp-guard", "--ignore-url-cert-errors", "serve"]).unwrap();
-        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("1"));
-        let cli = try_parse_from(["zabbix-mcp-guard", "--ignore-url-cert-errors=0"]).unwrap();
-        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("0"));
+        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("true"));
+        let cli = try_parse_from(["zabbix-mcp-guard", "--ignore-url-cert-errors=false"]).unwrap();
+        assert_eq!(cli.params.ignore_url_cert_errors.as_deref(), Some("false"));
     }
 
     #[test]

@@ -66,7 +66,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         if config.ignore_url_cert_errors {
-            tracing::warn!("IgnoreURLCertErrors=1: the Zabbix API certificate is not verified");
+            tracing::warn!("IgnoreURLCertErrors=true: the Zabbix API certificate is not verified");
         }
         let app = App::new(config).context("cannot set up the sidecar")?;
         match app.zabbix.version().await {
@@ -123,7 +123,7 @@ fn reload_on_sighup(app: &std::sync::Arc<App>) {
                 return;
             };
             while hangups.recv().await.is_some() {
-                if let Err(error) = app.policy.on_sighup() {
+                if let Err(error) = app.policy.on_sighup().await {
                     tracing::error!(%error, "policy reload failed; the running policy is kept");
                 }
             }

@@ -15,6 +15,7 @@ fn example_config() -> Config {
         config_file: Some(path),
         env: Default::default(),
         flags: Vec::new(),
+        env_contract: Default::default(),
     })
     .expect("the example configuration is valid")
 }

@@ -36,7 +36,7 @@ fn policy_dir(from: Option<&Path>, files: &[(&str, String)]) -> PathBuf {
 
 fn config(lab: &Lab, dir: &Path) -> (Config, PathBuf) {
     let mut config = config_for(&lab.url);
-    config.policy_dir = dir.to_path_buf();
+    config.policy_dir = Some(dir.to_path_buf());
     let log = temp_path("decisions.log");
     config.decision_log = DecisionLogSink::File(log.clone());
     (config, log)

@@ -99,7 +99,7 @@ pub async fn part3() {
         if !status.loaded {
             println!(
                 "  skipped: {label}: no policy loaded from {}: {}",
-                status.dir.display(),
+                status.source,
                 status.last_error.unwrap_or_default()
             );
             sidecar.server.shutdown().await;
@@ -108,7 +108,7 @@ pub async fn part3() {
         println!(
             "  {label:<22}  {what}\n  {:<22}  policy dir {}, revision {}, evaluated by {}",
             "",
-            status.dir.display(),
+            status.source,
             status.revision.unwrap_or_default(),
             if status.vm {
                 "the compiled VM"

@@ -61,7 +61,7 @@ pub async fn start_sidecar_with(
     };
     config.listen_ip = vec!["127.0.0.1".parse().expect("ip")];
     config.listen_port = 0;
-    config.policy_dir = policy_dir;
+    config.policy_dir = Some(policy_dir);
     config.decision_log = match &log {
         LogTo::Config(sink) => sink.clone(),
         // Opens nothing; replaced below.

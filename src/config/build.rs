@@ -23,7 +23,6 @@ pub const DEFAULT_LOG_FILE_SIZE_MB: u32 = 1;
 pub const LOG_FILE_SIZE_RANGE: (u64, u64) = (0, 1024);
 pub const DEFAULT_DEBUG_LEVEL: u8 = 3;
 pub const DEBUG_LEVEL_RANGE: (u64, u64) = (0, 5);
-pub const DEFAULT_POLICY_DIR: &str = "policies";
 /// An approval seal key shorter than this is too weak for HMAC-SHA256.
 pub const MIN_SEAL_KEY_BYTES: usize = 32;
 
@@ -102,7 +101,7 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
                 u8::try_from(v).unwrap_or(DEFAULT_DEBUG_LEVEL)
             }),
         pid_file: path(r, Param::PidFile),
-        policy_dir: path(r, Param::PolicyDir).unwrap_or_else(|| PathBuf::from(DEFAULT_POLICY_DIR)),
+        policy_dir: path(r, Param::PolicyDir),
         policy_mode: keyword(r, Param::PolicyMode, &POLICY_MODE)?.unwrap_or(PolicyMode::Enforce),
         decision_log: decision_log(r)?,
         session_mode: keyword(r, Param::SessionMode, &SESSION_MODE)?

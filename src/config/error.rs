@@ -9,9 +9,20 @@ use super::params::Param;
 /// Where one value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
-    File { path: PathBuf, line: usize },
-    Env { var: String },
-    Flag { flag: String },
+    File {
+        path: PathBuf,
+        line: usize,
+    },
+    Env {
+        var: String,
+    },
+    Flag {
+        flag: String,
+    },
+    /// A value the sidecar supplies itself, e.g. the zabbix-image default rules.
+    Default {
+        what: &'static str,
+    },
 }
 
 /// A parameter at its origin; displays as `/etc/x.conf:12: Timeout`,
@@ -84,6 +95,7 @@ impl fmt::Display for Origin {
             Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
             Origin::Env { var } => write!(f, "environment variable {var}"),
             Origin::Flag { flag } => write!(f, "option {flag}"),
+            Origin::Default { what } => f.write_str(what),
         }
     }
 }
@@ -97,7 +109,9 @@ impl At {
 impl fmt::Display for At {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.origin {
-            Origin::File { .. } => write!(f, "{}: {}", self.origin, self.param.name()),
+            Origin::File { .. } | Origin::Default { .. } => {
+                write!(f, "{}: {}", self.origin, self.param.name())
+            }
             // The variable or flag already names the parameter.
             Origin::Env { .. } | Origin::Flag { .. } => write!(f, "{}", self.origin),
         }

@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::{At, ConfigError, Origin};
+use super::image::{self, EnvContract};
 use super::params::{Arity, Param};
 
 /// Includes nested deeper than this are an error (Zabbix uses the same limit), which
@@ -30,10 +31,16 @@ impl Entry {
 }
 
 /// Reads a configuration file and everything it includes, in order. `env` is used
-/// for `${NAME}` expansion. A single-valued parameter given twice is an error.
-pub fn read(path: &Path, env: &BTreeMap<String, String>) -> Result<Vec<Entry>, ConfigError> {
+/// for `${NAME}` expansion. A single-valued parameter given twice is an error. Under
+/// the zabbix-image contract a value that is only a reference to an unset or empty
+/// variable leaves the parameter unset, as the official server does.
+pub fn read(
+    path: &Path,
+    env: &BTreeMap<String, String>,
+    contract: EnvContract,
+) -> Result<Vec<Entry>, ConfigError> {
     let mut entries = Vec::new();
-    read_into(path, env, 0, &mut entries)?;
+    read_into(path, env, contract, 0, &mut entries)?;
     reject_repeats(&entries)?;
     Ok(entries)
 }
@@ -41,6 +48,7 @@ pub fn read(path: &Path, env: &BTreeMap<String, String>) -> Result<Vec<Entry>, C
 fn read_into(
     path: &Path,
     env: &BTreeMap<String, String>,
+    contract: EnvContract,
     depth: usize,
     out: &mut Vec<Entry>,
 ) -> Result<(), ConfigError> {
@@ -81,6 +89,9 @@ fn read_into(
             line,
         };
         let at = At::new(origin.clone(), param);
+        if contract == EnvContract::ZabbixImage && image::unset_reference(value, env) {
+            continue;
+        }
         let value = expand(value.trim(), env, &at)?;
         if param == Param::Include {
             if depth + 1 >= MAX_INCLUDE_DEPTH {
@@ -90,7 +101,7 @@ fn read_into(
                 });
             }
             for included in resolve_include(path, &value, &at)? {
-                read_into(&included, env, depth + 1, out)?;
+                read_into(&included, env, contract, depth + 1, out)?;
             }
         } else {
             out.push(Entry {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::error::{At, ConfigError, Origin};
 use super::file::{self, Entry};
+use super::image::{EnvContract, ImageEnv};
 use super::params::{Arity, Param};
 use super::{FlagValue, Sources};
 
@@ -22,21 +23,32 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// Reads the file (if any) and layers the environment and the flags over it.
+    /// Reads the file (if any) and layers the environment and the flags over it. Under
+    /// the zabbix-image contract the image's `ZBX_*` variables come between the file and
+    /// the `ZABBIX_MCP_GUARD_*` variables, and its rules replace the file's (see
+    /// [`image`](super::image)).
     pub fn from_sources(sources: &Sources) -> Result<Resolved, ConfigError> {
+        let contract = sources.env_contract;
         let file_entries = match &sources.config_file {
-            Some(path) => file::read(path, &sources.env)?,
+            Some(path) => file::read(path, &sources.env, contract)?,
             None => Vec::new(),
         };
-        let layers = [
-            file_entries,
-            env_entries(&sources.env),
-            flag_entries(&sources.flags)?,
-        ];
         let mut resolved = Resolved::default();
-        for layer in layers {
-            resolved.apply(layer);
+        resolved.apply(file_entries);
+        if contract == EnvContract::ZabbixImage {
+            let image = ImageEnv::read(&sources.env)?;
+            match image.rules {
+                Some(rules) => resolved.rules = rules,
+                None if resolved.rules.is_empty() => resolved.rules = ImageEnv::default_rules(),
+                None => {}
+            }
+            resolved.apply(image.entries);
+            if resolved.get(Param::AllowedIp).is_none() {
+                resolved.apply(vec![ImageEnv::default_allowed_ip()]);
+            }
         }
+        resolved.apply(env_entries(&sources.env));
+        resolved.apply(flag_entries(&sources.flags)?);
         Ok(resolved)
     }
 
@@ -148,6 +160,7 @@ mod tests {
             config_file: None,
             env,
             flags: vec![FlagValue::new(Param::AllowTool, "item_get")],
+            ..Sources::default()
         };
         let resolved = Resolved::from_sources(&sources).unwrap();
         let rules: Vec<(&str, &str)> = resolved

@@ -5,11 +5,14 @@
 mod build;
 mod error;
 mod file;
+mod image;
 mod merge;
 mod params;
 mod render;
 mod values;
 
+#[cfg(test)]
+mod image_tests;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +28,7 @@ use crate::exposure::ToolRule;
 
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
+pub use image::EnvContract;
 pub use params::{ENV_PREFIX, Param};
 
 /// The effective configuration.
@@ -54,7 +58,8 @@ pub struct Config {
     pub log_file_size_mb: u32,
     pub debug_level: u8,
     pub pid_file: Option<PathBuf>,
-    pub policy_dir: PathBuf,
+    /// `PolicyDir`; none means the default policy built into the binary.
+    pub policy_dir: Option<PathBuf>,
     pub policy_mode: PolicyMode,
     pub decision_log: DecisionLogSink,
     pub session_mode: SessionMode,
@@ -105,6 +110,8 @@ pub struct Sources {
     pub env: BTreeMap<String, String>,
     /// Flag values in command-line order.
     pub flags: Vec<FlagValue>,
+    /// Which environment variables are read (`--env-contract`).
+    pub env_contract: EnvContract,
 }
 
 /// One parameter flag as given on the command line.
@@ -137,13 +144,26 @@ impl Config {
                 FlagValue::new(Param::FrontendUrl, frontend_url),
                 FlagValue::new(Param::AllowedIp, allowed_ip),
             ],
+            env_contract: EnvContract::Guard,
         })
     }
 
     /// Reads, merges and validates all sources.
     pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
         let resolved = merge::Resolved::from_sources(sources)?;
-        build::build(&resolved)
+        build::build(&resolved).map_err(|error| match (error, sources.env_contract) {
+            // Under the image contract, a missing FrontendURL is a missing variable.
+            (ConfigError::Missing { name, flag, .. }, EnvContract::ZabbixImage)
+                if name == Param::FrontendUrl.name() =>
+            {
+                ConfigError::Missing {
+                    name,
+                    flag,
+                    env: "ZBX_FRONTEND_URL".to_owned(),
+                }
+            }
+            (error, _) => error,
+        })
     }
 
     /// Every parameter with its effective value, one `Name=value` per line, secrets
@@ -225,7 +245,11 @@ impl fmt::Display for Secret {
 impl Sources {
     /// Sources with a snapshot of the process environment. Variables that are not
     /// valid UTF-8 are skipped; they cannot be parameter values.
-    pub fn from_process_env(config_file: Option<PathBuf>, flags: Vec<FlagValue>) -> Sources {
+    pub fn from_process_env(
+        config_file: Option<PathBuf>,
+        flags: Vec<FlagValue>,
+        env_contract: EnvContract,
+    ) -> Sources {
         let env = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();
@@ -233,6 +257,7 @@ impl Sources {
             config_file,
             env,
             flags,
+            env_contract,
         }
     }
 }

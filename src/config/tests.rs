@@ -69,7 +69,10 @@ fn defaults() {
     assert!(!c.ignore_url_cert_errors);
     assert_eq!(c.log_type, LogType::Console);
     assert_eq!((c.log_file_size_mb, c.debug_level), (1, 3));
-    assert_eq!(c.policy_dir, PathBuf::from("policies"));
+    assert_eq!(
+        c.policy_dir, None,
+        "no PolicyDir: the built-in default policy"
+    );
     assert_eq!(c.policy_mode, PolicyMode::Enforce);
     assert_eq!(c.decision_log, DecisionLogSink::Stdout);
     assert_eq!(c.session_mode, SessionMode::Stateless);
@@ -143,7 +146,7 @@ fn every_parameter_from_a_file() {
     assert_eq!(c.log_file, Some(PathBuf::from("/var/log/g.log")));
     assert_eq!((c.log_file_size_mb, c.debug_level), (0, 5));
     assert_eq!(c.pid_file, Some(PathBuf::from("/run/g.pid")));
-    assert_eq!(c.policy_dir, PathBuf::from("/etc/g/policies"));
+    assert_eq!(c.policy_dir, Some(PathBuf::from("/etc/g/policies")));
     assert_eq!(c.policy_mode, PolicyMode::DryRun);
     assert_eq!(
         c.decision_log,
@@ -241,7 +244,7 @@ fn errors_name_file_line_and_parameter() {
         (format!("{BASE}DebugLevel=6\n"), format!("{p}:3: DebugLevel: value 6 is out of range 0-5")),
         (format!("{BASE}LogFileSize=1025\n"), format!("{p}:3: LogFileSize: value 1025 is out of range 0-1024")),
         (format!("{BASE}TLSAccept=psk\n"), format!("{p}:3: TLSAccept: invalid value \"psk\": expected one of unencrypted, cert")),
-        (format!("{BASE}IgnoreURLCertErrors=yes\n"), format!("{p}:3: IgnoreURLCertErrors: invalid value \"yes\": expected 0 or 1")),
+        (format!("{BASE}IgnoreURLCertErrors=yes\n"), format!("{p}:3: IgnoreURLCertErrors: invalid value \"yes\": expected true or false")),
         (format!("{BASE}Timeout=5\nTimeout=6\n"), format!("{p}:4: Timeout: the parameter is given more than once (first at {p}:3)")),
         (format!("{BASE}just text\n"), format!("{p}:3: expected Parameter=value, found \"just text\"")),
         ("AllowedIP=::1\n".to_owned(), "missing mandatory parameter FrontendURL: set it in the configuration file, with --frontend-url or with ZABBIX_MCP_GUARD_FRONTEND_URL".to_owned()),

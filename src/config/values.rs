@@ -57,12 +57,13 @@ pub fn format_size(bytes: u64) -> String {
         )
 }
 
-/// `0` or `1`, as Zabbix booleans.
+/// A boolean: `true` or `false`, as the official Zabbix MCP server reads its boolean
+/// parameters (exact, lower-case), and `0` or `1`, as this sidecar always accepted.
 pub fn boolean(at: &At, value: &str) -> Result<bool, ConfigError> {
     match value {
-        "0" => Ok(false),
-        "1" => Ok(true),
-        _ => Err(ConfigError::bad_value(at, value, "expected 0 or 1")),
+        "false" | "0" => Ok(false),
+        "true" | "1" => Ok(true),
+        _ => Err(ConfigError::bad_value(at, value, "expected true or false")),
     }
 }
 
@@ -252,7 +253,16 @@ mod tests {
         let b = at(Param::IgnoreUrlCertErrors);
         assert!(!boolean(&b, "0").unwrap());
         assert!(boolean(&b, "1").unwrap());
-        assert!(boolean(&b, "true").is_err());
+        assert!(!boolean(&b, "false").unwrap());
+        assert!(boolean(&b, "true").unwrap());
+        for bad in ["TRUE", "True", "yes", "on", " true", ""] {
+            assert_eq!(
+                boolean(&b, bad).unwrap_err().to_string(),
+                format!(
+                    "/x.conf:7: IgnoreURLCertErrors: invalid value {bad:?}: expected true or false"
+                )
+            );
+        }
     }
 
     #[test]

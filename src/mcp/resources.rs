@@ -150,7 +150,8 @@ fn about(app: &App, caller: &Caller, subject: &Subject, tools: &ToolList) -> Val
         },
         "tools": offered,
         "policy": {
-            "dir": status.dir.display().to_string(),
+            "source": status.source.kind(),
+            "dir": status.source.dir().map(|d| d.display().to_string()),
             "mode": status.mode.as_str(),
             "revision": status.revision,
             "loaded": status.loaded,

@@ -2,7 +2,7 @@
 //! Evaluation takes a read lock only long enough to clone an `Arc`; a reload compiles
 //! without touching that lock and then swaps the pointer, so it never stalls a decision.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::compile::PolicySet;
 use super::decision::{Approval, Decision, Verdict, new_decision_id};
 use super::input::{PolicyInput, ToolKind};
-use super::source::{Fingerprint, Revision};
+use super::source::{Fingerprint, PolicySource, Revision};
 use super::{PolicyError, PolicyMode};
 
 /// Evaluates every policy decision of the sidecar. Cheap to clone (shared state).
@@ -25,7 +25,8 @@ pub struct PolicyEngine {
 /// What `/readyz` and `zabbix://about` show about the policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PolicyStatus {
-    pub dir: PathBuf,
+    /// The configured directory, or the built-in default policy.
+    pub source: PolicySource,
     pub mode: PolicyMode,
     /// Revision of the running set; `None` until a set has loaded.
     pub revision: Option<String>,
@@ -41,53 +42,66 @@ pub struct PolicyStatus {
 
 /// State shared by clones of one engine and its watcher.
 pub(crate) struct Shared {
-    pub(crate) dir: PathBuf,
+    pub(crate) source: PolicySource,
     pub(crate) mode: PolicyMode,
     pub(crate) current: RwLock<Option<Arc<PolicySet>>>,
     pub(crate) last_error: Mutex<Option<String>>,
-    /// Serializes reloads (watcher vs SIGHUP) and remembers what the watcher last saw.
-    pub(crate) reload_lock: Mutex<Option<Fingerprint>>,
+    /// Serializes reloads (watcher vs SIGHUP) and remembers what the watcher saw.
+    pub(crate) reload_lock: Mutex<Watched>,
     pub(crate) reloads_ok: AtomicU64,
     pub(crate) reloads_failed: AtomicU64,
+}
+
+/// What the watcher knows about the directory between polls.
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    /// The directory as of the last load attempt.
+    pub(crate) loaded: Option<Fingerprint>,
+    /// A changed directory seen by the last poll, waiting to be seen unchanged once more.
+    pub(crate) pending: Option<Fingerprint>,
 }
 
 impl PolicyEngine {
     /// Loads and compiles the policy set in `dir` (not recursive). Fails if the set does
     /// not compile or does not produce a well-formed decision for a sample input.
     pub fn load(dir: &Path, mode: PolicyMode) -> Result<Self, PolicyError> {
-        let engine = Self::empty(dir, mode);
+        let engine = Self::empty(PolicySource::Dir(dir.to_path_buf()), mode);
         engine.reload()?;
         Ok(engine)
     }
 
-    /// Like [`load`](Self::load), but a failed first load yields an engine that denies
-    /// everything, with the error in [`status`](Self::status); a later reload (watcher,
-    /// SIGHUP) can still bring a fixed set in.
-    pub fn load_or_deny_all(dir: &Path, mode: PolicyMode) -> Self {
-        let engine = Self::empty(dir, mode);
+    /// Like [`load`](Self::load) for any source, but a failed first load yields an engine
+    /// that denies everything, with the error in [`status`](Self::status); a later reload
+    /// (watcher, SIGHUP) can still bring a fixed set in.
+    pub fn load_or_deny_all(source: PolicySource, mode: PolicyMode) -> Self {
+        let engine = Self::empty(source, mode);
         if let Err(e) = engine.reload() {
-            tracing::error!(dir = %dir.display(), error = %e, "no policy loaded: denying every call");
+            tracing::error!(
+                source = %engine.shared.source,
+                error = %e,
+                "no policy loaded: denying every call"
+            );
         }
         engine
     }
 
-    fn empty(dir: &Path, mode: PolicyMode) -> Self {
+    fn empty(source: PolicySource, mode: PolicyMode) -> Self {
         Self {
             shared: Arc::new(Shared {
-                dir: dir.to_path_buf(),
+                source,
                 mode,
                 current: RwLock::new(None),
                 last_error: Mutex::new(None),
-                reload_lock: Mutex::new(None),
+                reload_lock: Mutex::new(Watched::default()),
                 reloads_ok: AtomicU64::new(0),
                 reloads_failed: AtomicU64::new(0),
             }),
         }
     }
 
-    /// The policy directory.
-    pub fn dir(&self) -> &Path {
-        &self.shared.dir
+    /// Where the policy set comes from.
+    pub fn source(&self) -> &PolicySource {
+        &self.shared.source
     }
 
     /// Enforce or dry-run.
@@ -136,7 +150,7 @@ impl PolicyEngine {
     pub fn status(&self) -> PolicyStatus {
         let current = self.current();
         PolicyStatus {
-            dir: self.shared.dir.clone(),
+            source: self.shared.source.clone(),
             mode: self.shared.mode,
             revision: current.as_ref().map(|s| s.revision.to_string()),
             loaded: current.is_some(),
@@ -213,7 +227,7 @@ mod tests {
     use crate::policy::source::tests::temp_dir;
     use crate::policy::source::{Files, PolicySources};
     use crate::policy::test_runner::tests::{shipped_policies, shipped_policy_dirs};
-    use crate::policy::{ENTRYPOINT, PolicyMode};
+    use crate::policy::{ENTRYPOINT, PolicyMode, PolicySource};
 
     fn engine_with(policy: &str, mode: PolicyMode) -> PolicyEngine {
         let dir = temp_dir("engine");
@@ -259,7 +273,8 @@ mod tests {
     fn no_policy_denies_everything() {
         let dir = temp_dir("engine-empty");
         assert!(PolicyEngine::load(&dir, PolicyMode::Enforce).is_err());
-        let engine = PolicyEngine::load_or_deny_all(&dir, PolicyMode::Enforce);
+        let engine =
+            PolicyEngine::load_or_deny_all(PolicySource::Dir(dir.clone()), PolicyMode::Enforce);
         let d = engine.decide(&sample_input());
         assert!(!d.allow);
         assert_eq!(d.reasons, ["no policy loaded"]);

@@ -31,7 +31,7 @@ pub use input::{
 };
 pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink};
 pub use reload::DEFAULT_POLL_INTERVAL;
-pub use source::Revision;
+pub use source::{PolicySource, Revision};
 pub use test_runner::{TestFailure, TestReport, cli_eval, cli_test, eval_input, run_tests};
 
 /// The rule every policy set must define; its value is the decision object.
@@ -53,6 +53,12 @@ pub enum PolicyError {
     /// The directory holds no `*.rego` file to load.
     #[error("{}: no *.rego policy files (subdirectories are not searched)", .0.display())]
     NoPolicyFiles(PathBuf),
+    /// The directory changed while it was being read; it is read again once it settles.
+    #[error("{}: the policy directory changed while it was being read", .0.display())]
+    Unstable(PathBuf),
+    /// The blocking reload task did not finish (it panicked or the runtime is stopping).
+    #[error("policy reload task failed: {0}")]
+    ReloadTask(String),
     /// `data.json` is not a JSON object.
     #[error("{}: invalid data document: {message}", path.display())]
     Data { path: PathBuf, message: String },

@@ -2,6 +2,7 @@
 //! set that compiles and decides a sample input well; a broken set never replaces the
 //! running one. Triggered by a polling watcher or by the server on SIGHUP.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -16,42 +17,59 @@ use super::engine::PolicyEngine;
 use super::input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ToolInfo, ToolKind, ZabbixInfo,
 };
-use super::source::{Files, Fingerprint, PolicySources, Revision};
+use super::source::{Files, Fingerprint, PolicySource, PolicySources, Revision};
 
 /// How often the watcher looks at the directory by default.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 impl PolicyEngine {
-    /// Recompiles the policy directory and, if the new set is sound, makes it the running
-    /// one. On error the running set (if any) stays, and the error is kept for
-    /// [`status`](Self::status). Counts every attempt, the first load included.
+    /// Recompiles the policy set and, if the new set is sound, makes it the running one.
+    /// On error the running set (if any) stays, and the error is kept for
+    /// [`status`](Self::status). Counts every attempt, the first load included. A
+    /// directory that changes while it is read is refused (the next poll sees it again).
     pub fn reload(&self) -> Result<Revision, PolicyError> {
-        let mut seen = self
+        let mut watched = self
             .shared
             .reload_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        // Stat before reading, so a change made during the read is seen by the next poll.
-        *seen = Some(Fingerprint::of(&self.shared.dir).unwrap_or_default());
-        let result = PolicySources::read(&self.shared.dir, Files::Policies)
-            .and_then(|sources| self.install(&sources));
+        let result = match &self.shared.source {
+            PolicySource::BuiltIn => self.install(&PolicySources::built_in()),
+            PolicySource::Dir(dir) => {
+                // Stat before reading, so a change made during the read is seen again.
+                let before = Fingerprint::of(dir).unwrap_or_default();
+                watched.loaded = Some(before.clone());
+                watched.pending = None;
+                read_stable(dir, &before).and_then(|sources| self.install(&sources))
+            }
+        };
         self.record(result)
     }
 
-    /// What the server calls on SIGHUP: a reload whose outcome is logged; the server
-    /// does not need to handle the result.
-    pub fn on_sighup(&self) -> Result<Revision, PolicyError> {
-        tracing::info!(dir = %self.shared.dir.display(), "SIGHUP: reloading policies");
-        self.reload()
+    /// What the server calls on SIGHUP: a reload whose outcome is logged. Reading and
+    /// compiling are blocking work, so they run on the blocking pool, never on a
+    /// runtime worker. Must be called inside a Tokio runtime.
+    pub async fn on_sighup(&self) -> Result<Revision, PolicyError> {
+        tracing::info!(source = %self.shared.source, "SIGHUP: reloading policies");
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.reload())
+            .await
+            .unwrap_or_else(|e| Err(PolicyError::ReloadTask(e.to_string())))
     }
 
     /// Polls the directory every `every` (see [`DEFAULT_POLL_INTERVAL`]) and reloads when
-    /// a policy file or `data.json` changed (names, sizes, mtimes, then revision). Must
-    /// be called inside a Tokio runtime. The task ends when every clone of the engine
-    /// is dropped; abort the handle to stop it earlier.
+    /// a policy file or `data.json` changed and then stayed unchanged for one more poll
+    /// (names, sizes, mtimes, then revision), so a directory being written file by file
+    /// is never installed half-updated. Must be called inside a Tokio runtime. The task
+    /// ends when every clone of the engine is dropped, or at once for the built-in set;
+    /// abort the handle to stop it earlier.
     pub fn spawn_watcher(&self, every: Duration) -> JoinHandle<()> {
         let weak = Arc::downgrade(&self.shared);
+        let watch = matches!(self.shared.source, PolicySource::Dir(_));
         tokio::spawn(async move {
+            if !watch {
+                return;
+            }
             let mut ticks = tokio::time::interval(every);
             ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
             ticks.tick().await; // the first tick is immediate; the set was just loaded
@@ -70,20 +88,31 @@ impl PolicyEngine {
         })
     }
 
-    /// One watcher step. `None`: nothing changed.
+    /// One watcher step. `None`: nothing to do yet (no change, or a change that has not
+    /// been seen unchanged by two polls in a row).
     pub(crate) fn poll(&self) -> Option<Result<Revision, PolicyError>> {
-        let mut seen = self
+        let PolicySource::Dir(dir) = &self.shared.source else {
+            return None;
+        };
+        let mut watched = self
             .shared
             .reload_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         // An unreadable directory fingerprints as empty: it is reported once, not every poll.
-        let now = Fingerprint::of(&self.shared.dir).unwrap_or_default();
-        if seen.as_ref() == Some(&now) {
+        let now = Fingerprint::of(dir).unwrap_or_default();
+        if watched.loaded.as_ref() == Some(&now) {
+            watched.pending = None;
             return None;
         }
-        *seen = Some(now);
-        let result = match PolicySources::read(&self.shared.dir, Files::Policies) {
+        if watched.pending.as_ref() != Some(&now) {
+            // Changed since the last poll: maybe still being written. Wait for it to settle.
+            watched.pending = Some(now);
+            return None;
+        }
+        watched.pending = None;
+        watched.loaded = Some(now.clone());
+        let result = match read_stable(dir, &now) {
             // Touched but identical: nothing to do.
             Ok(sources) if self.revision().as_ref() == Some(&sources.revision) => return None,
             Ok(sources) => self.install(&sources),
@@ -103,7 +132,7 @@ impl PolicyEngine {
             .current
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(set));
-        tracing::info!(dir = %self.shared.dir.display(), %revision, vm, "policy set loaded");
+        tracing::info!(source = %self.shared.source, %revision, vm, "policy set loaded");
         Ok(revision)
     }
 
@@ -122,7 +151,7 @@ impl PolicyEngine {
                 self.shared.reloads_failed.fetch_add(1, Ordering::Relaxed);
                 *last_error = Some(e.to_string());
                 tracing::error!(
-                    dir = %self.shared.dir.display(),
+                    source = %self.shared.source,
                     error = %e,
                     running = ?self.revision().map(|r| r.to_string()),
                     "policy set rejected; the running set stays"
@@ -131,6 +160,17 @@ impl PolicyEngine {
         }
         result
     }
+}
+
+/// Reads the set in `dir` and checks that the directory still is as `before` described
+/// it: a set that changed during the read may mix old and new files.
+fn read_stable(dir: &Path, before: &Fingerprint) -> Result<PolicySources, PolicyError> {
+    let sources = PolicySources::read(dir, Files::Policies)?;
+    let after = Fingerprint::of(dir).unwrap_or_default();
+    if &after != before {
+        return Err(PolicyError::Unstable(dir.to_path_buf()));
+    }
+    Ok(sources)
 }
 
 /// A set must return a well-formed decision (allow or deny) for a plain read and a plain
@@ -209,7 +249,7 @@ mod tests {
 
     use crate::policy::input::tests::sample_input;
     use crate::policy::source::tests::temp_dir;
-    use crate::policy::{PolicyEngine, PolicyError, PolicyMode};
+    use crate::policy::{PolicyEngine, PolicyError, PolicyMode, PolicySource};
 
     const ALLOW: &str = "package zabbix.mcp\ndecision := {\"allow\": true}\n";
     const DENY: &str =
@@ -269,16 +309,74 @@ mod tests {
         // Same content, new mtime: fingerprint differs, revision does not.
         std::thread::sleep(Duration::from_millis(20));
         write(&dir, ALLOW);
-        assert!(engine.poll().is_none());
+        assert!(engine.poll().is_none() && engine.poll().is_none());
         write(&dir, DENY);
+        assert!(engine.poll().is_none(), "a change waits for one quiet poll");
         assert!(matches!(engine.poll(), Some(Ok(_))));
         assert!(!engine.decide(&sample_input()).allow);
         // A broken set is reported once, not on every poll.
         write(&dir, "package zabbix.mcp\ndecision := {\n");
+        assert!(engine.poll().is_none());
         assert!(matches!(engine.poll(), Some(Err(_))));
         assert!(engine.poll().is_none());
         assert_eq!(engine.status().reloads_failed, 1);
         fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A directory updated file by file (here: a policy that needs its data, then the
+    /// data) must never run in between: the watcher installs only a set that two polls in
+    /// a row saw unchanged.
+    #[test]
+    fn a_directory_written_in_two_steps_is_installed_only_when_complete() {
+        let dir = temp_dir("two-steps");
+        write(&dir, DENY);
+        let engine = PolicyEngine::load(&dir, PolicyMode::Enforce).expect("loads");
+        let first = engine.revision().expect("revision");
+        // Step 1: a policy that allows unless the data lists the tool. Alone, it allows all.
+        write(
+            &dir,
+            "package zabbix.mcp\nimport rego.v1\n\
+             decision := {\"allow\": false, \"reasons\": [\"listed\"]} if input.tool.name in object.get(data, \"blocked\", [])\n\
+             else := {\"allow\": true}\n",
+        );
+        assert!(engine.poll().is_none());
+        assert_eq!(
+            engine.revision(),
+            Some(first.clone()),
+            "half-written set installed"
+        );
+        // Step 2, before the next poll: the data.
+        fs::write(
+            dir.join("data.json"),
+            r#"{"blocked": ["maintenance_create"]}"#,
+        )
+        .expect("write");
+        assert!(engine.poll().is_none());
+        assert_eq!(
+            engine.revision(),
+            Some(first.clone()),
+            "half-written set installed"
+        );
+        // Settled: the complete set goes in.
+        assert!(matches!(engine.poll(), Some(Ok(_))));
+        let d = engine.decide(&sample_input());
+        assert_eq!(
+            (d.allow, d.reasons.as_slice()),
+            (false, ["listed".to_string()].as_slice())
+        );
+        fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn built_in_source_loads_the_default_policy_and_is_not_watched() {
+        let engine = PolicyEngine::load_or_deny_all(PolicySource::BuiltIn, PolicyMode::Enforce);
+        let status = engine.status();
+        assert!(status.loaded && status.last_error.is_none(), "{status:?}");
+        assert_eq!(status.source, PolicySource::BuiltIn);
+        assert_eq!(status.source.to_string(), "built-in policies/default.rego");
+        assert!(engine.decide(&sample_input()).allow);
+        assert!(engine.poll().is_none());
+        assert!(engine.reload().is_ok());
     }
 
     #[tokio::test]
@@ -298,7 +396,7 @@ mod tests {
         watcher.abort();
 
         write(&dir, ALLOW);
-        assert_eq!(engine.on_sighup().expect("reloads"), first);
+        assert_eq!(engine.on_sighup().await.expect("reloads"), first);
         assert!(engine.decide(&sample_input()).allow);
         fs::remove_dir_all(&dir).ok();
     }

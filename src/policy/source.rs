@@ -1,4 +1,5 @@
-//! Reading a policy directory: which files make a policy set, its revision, and the cheap
+//! Where a policy set comes from (a directory, or the default policy built into the
+//! binary) and reading it: which files make a set, its revision, and the cheap
 //! fingerprint the watcher polls. Directories are never searched recursively, so
 //! `policies/` loads exactly its own files and each `policies/examples/<name>/` stands alone.
 
@@ -13,6 +14,20 @@ use super::PolicyError;
 
 /// The optional data document loaded beside the policies as `data`.
 pub(crate) const DATA_FILE: &str = "data.json";
+
+/// The default policy compiled into the binary: the very text of `policies/default.rego`
+/// (one source, not a copy), used when no `PolicyDir` is configured.
+const BUILT_IN_NAME: &str = "default.rego";
+const BUILT_IN_TEXT: &str = include_str!("../../policies/default.rego");
+
+/// Where the running policy set comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySource {
+    /// `policies/default.rego` as built into the binary (no `PolicyDir` configured).
+    BuiltIn,
+    /// A configured `PolicyDir`; a failure there is never replaced by the built-in set.
+    Dir(PathBuf),
+}
 
 /// Identifies a policy set: the first 16 hex digits of the SHA-256 over its sorted file
 /// names and contents.
@@ -57,6 +72,39 @@ impl fmt::Display for Revision {
     }
 }
 
+impl PolicySource {
+    /// `built-in` or `directory`, for status documents.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::BuiltIn => "built-in",
+            Self::Dir(_) => "directory",
+        }
+    }
+
+    /// The directory, when the set comes from one.
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            Self::BuiltIn => None,
+            Self::Dir(dir) => Some(dir),
+        }
+    }
+}
+
+impl fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BuiltIn => write!(f, "built-in policies/{BUILT_IN_NAME}"),
+            Self::Dir(dir) => write!(f, "{}", dir.display()),
+        }
+    }
+}
+
+impl serde::Serialize for PolicySource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl Files {
     fn includes(self, name: &str) -> bool {
         if name == DATA_FILE {
@@ -95,6 +143,18 @@ impl PolicySources {
             data,
             revision,
         })
+    }
+
+    /// The default policy built into the binary.
+    pub(crate) fn built_in() -> Self {
+        let modules = vec![(BUILT_IN_NAME.to_owned(), BUILT_IN_TEXT.to_owned())];
+        let revision = revision(&modules, None);
+        Self {
+            dir: PathBuf::from("(built-in)"),
+            modules,
+            data: None,
+            revision,
+        }
     }
 
     /// Path of `data.json` in the directory, for error messages.
@@ -207,6 +267,19 @@ pub(crate) mod tests {
         let changed = PolicySources::read(&dir, Files::Policies).expect("read");
         assert_ne!(changed.revision, set.revision);
         fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn built_in_set_is_the_shipped_default_policy() {
+        let built_in = PolicySources::built_in();
+        let shipped = PolicySources::read(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies"),
+            Files::Policies,
+        )
+        .expect("read");
+        assert_eq!(built_in.modules, shipped.modules);
+        assert_eq!(built_in.revision, shipped.revision);
+        assert!(built_in.data.is_none());
     }
 
     #[test]

@@ -106,3 +106,53 @@ fn eval_input_reports_result_and_enforced_decision() {
         eval_input(&shipped_policies(), &json!({"tool": {"kind": "read"}})).expect("evaluates");
     assert_eq!(partial["decision"]["allow"], json!(false));
 }
+
+/// Every shipped example that ships data must deny everything, with a reason, when its
+/// `data.json` is missing (a deployment that forgot the file), never lift its limits.
+#[test]
+fn every_example_fails_closed_without_its_data() {
+    use crate::policy::input::tests::sample_input;
+    use crate::policy::input::{Phase, ToolKind};
+    use crate::policy::{PolicyEngine, PolicyMode};
+
+    let examples: Vec<PathBuf> = shipped_policy_dirs()
+        .into_iter()
+        .filter(|d| d.join("data.json").is_file())
+        .filter(|d| fs::read_to_string(d.join("data.json")).is_ok_and(|t| t.trim() != "{}"))
+        .collect();
+    assert!(examples.len() >= 4, "{examples:?}");
+    for example in examples {
+        let dir = temp_dir("no-data");
+        for entry in fs::read_dir(&example).expect("read example") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "rego") {
+                fs::copy(&path, dir.join(path.file_name().expect("name"))).expect("copy");
+            }
+        }
+        let engine = PolicyEngine::load(&dir, PolicyMode::Enforce)
+            .unwrap_or_else(|e| panic!("{}: {e}", example.display()));
+        for (kind, phase, name) in [
+            (ToolKind::Read, Phase::List, "host_get"),
+            (ToolKind::Read, Phase::Call, "problem_get"),
+            (ToolKind::Read, Phase::Call, "history_get"),
+            (ToolKind::Write, Phase::Call, "maintenance_create"),
+            (ToolKind::Write, Phase::List, "problem_acknowledge"),
+        ] {
+            let mut input = sample_input();
+            input.tool.kind = kind;
+            input.phase = phase;
+            input.tool.name = name.into();
+            let d = engine.decide(&input);
+            assert!(!d.allow, "{} allows {name} without data", example.display());
+            assert!(
+                d.reasons
+                    .iter()
+                    .any(|r| r.starts_with("policy data missing: ")),
+                "{}: {:?}",
+                example.display(),
+                d.reasons
+            );
+        }
+        fs::remove_dir_all(&dir).ok();
+    }
+}

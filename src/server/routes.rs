@@ -80,6 +80,8 @@ pub async fn handle(
 async fn readiness(app: &App) -> Response<Body> {
     let policy = app.policy.status();
     let policy_json = json!({
+        "source": policy.source.kind(),
+        "dir": policy.source.dir().map(|d| d.display().to_string()),
         "loaded": policy.loaded,
         "revision": policy.revision,
         "mode": policy.mode.as_str(),

@@ -1,5 +1,5 @@
 //! TLS toward Zabbix: system and bundled roots plus `TLSCAFile`, or no verification at all
-//! when `IgnoreURLCertErrors=1` (warned about at start).
+//! when `IgnoreURLCertErrors=true` (warned about at start).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -73,7 +73,7 @@ pub async fn sidecar(
     seal_key: Option<&[u8]>,
 ) -> Sidecar {
     let mut config = config_for(zabbix_url);
-    config.policy_dir = policy(approval);
+    config.policy_dir = Some(policy(approval));
     config.session_mode = mode;
     config.approval_seal_key = seal_key.map(|k| Secret::new(k.to_vec()));
     let log = temp_path("decisions.log");

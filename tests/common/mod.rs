@@ -89,6 +89,15 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// A sidecar serving from another process (the real binary) at `base`.
+    pub fn external(base: &str) -> Guard {
+        Guard {
+            url: format!("{base}/mcp"),
+            base: base.to_owned(),
+            server: None,
+        }
+    }
+
     pub async fn stop(mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown().await;
@@ -102,7 +111,7 @@ pub fn config_for(zabbix_url: &str) -> Config {
     let mut config = Config::new(zabbix_url, "127.0.0.1,::1").expect("valid test config");
     config.listen_ip = vec!["127.0.0.1".parse().expect("ip")];
     config.listen_port = 0;
-    config.policy_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");
+    config.policy_dir = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies"));
     config.decision_log = DecisionLogSink::File(temp_path("decisions.log"));
     config
 }

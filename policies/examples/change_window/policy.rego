@@ -19,9 +19,16 @@ import rego.v1
 seven_days := 604800
 
 # data.change_window as a path: the regorus VM does not compile access to `data` as a whole.
+# Without its data (no data.json, or one without groupids) the policy denies every call
+# instead of running with its restrictions lifted.
+# The default keeps the derived values defined; the rule below denies.
 default config := {}
 
 config := data.change_window
+
+deny contains "policy data missing: data.change_window.groupids must be a list of host group IDs" if {
+	not is_array(data.change_window.groupids)
+}
 
 window_groupids := {g | some g in object.get(config, "groupids", [])}
 

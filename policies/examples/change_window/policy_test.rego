@@ -101,3 +101,11 @@ test_other_tools_unaffected if {
 	a.allow == true
 	a.approval == "if_supported"
 }
+
+# Without its data the policy denies every call instead of dropping the group scope.
+test_missing_data_denies_everything if {
+	d := mcp.decision with input as call(create, good_create, wednesday_10h)
+		with data.change_window as {"days": ["Wednesday"]}
+	d.allow == false
+	"policy data missing: data.change_window.groupids must be a list of host group IDs" in d.reasons
+}

@@ -1,6 +1,6 @@
 # Deny by argument: refuse broad queries. A `search` containing the wildcard `*` is
 # denied, and so is a call naming more than data.deny_by_argument.max_hostids hostids
-# (20 when not set). Everything else is the default behaviour.
+# (required; without it every call is denied). Everything else is the default behaviour.
 package zabbix.mcp
 
 import rego.v1
@@ -8,9 +8,16 @@ import rego.v1
 seven_days := 604800
 
 # data.deny_by_argument as a path: the regorus VM does not compile access to `data` as a whole.
+# Without its data (no data.json, or one without max_hostids) the policy denies every
+# call instead of guessing a limit.
+# The default keeps the derived values defined; the rule below denies.
 default config := {}
 
 config := data.deny_by_argument
+
+deny contains "policy data missing: data.deny_by_argument.max_hostids must be a number" if {
+	not is_number(data.deny_by_argument.max_hostids)
+}
 
 max_hostids := object.get(config, "max_hostids", 20)
 

@@ -57,3 +57,11 @@ test_both_reasons_reported if {
 	d := mcp.decision with input as host_get({"search": "*", "hostids": ids(25)})
 	count(d.reasons) == 2
 }
+
+# Without its data the policy denies every call instead of guessing a limit.
+test_missing_data_denies_everything if {
+	d := mcp.decision with input as host_get({"hostids": ids(1)})
+		with data.deny_by_argument as {}
+	d.allow == false
+	d.reasons == {"policy data missing: data.deny_by_argument.max_hostids must be a number"}
+}

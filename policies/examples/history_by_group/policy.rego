@@ -7,9 +7,16 @@ package zabbix.mcp
 import rego.v1
 
 # data.history_by_group as a path: the regorus VM does not compile access to `data` as a whole.
+# Without its data (no data.json, or one without full_usrgrps) the policy denies every
+# call instead of guessing who may read the full history.
+# The default keeps the derived values defined; the rule below denies.
 default config := {}
 
 config := data.history_by_group
+
+deny contains "policy data missing: data.history_by_group.full_usrgrps must be a list of user group names" if {
+	not is_array(data.history_by_group.full_usrgrps)
+}
 
 full_usrgrps := {g | some g in object.get(config, "full_usrgrps", ["Zabbix administrators"])}
 

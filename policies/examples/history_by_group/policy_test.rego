@@ -49,3 +49,11 @@ test_unknown_version_denied if {
 	d := mcp.decision with input as object.union(history_call([]), {"version": 0})
 	d.allow == false
 }
+
+# Without its data the policy denies every call instead of guessing who may read all.
+test_missing_data_denies_everything if {
+	d := mcp.decision with input as history_call(["Zabbix administrators"])
+		with data.history_by_group as {"restricted_seconds": 60}
+	d.allow == false
+	d.reasons == {"policy data missing: data.history_by_group.full_usrgrps must be a list of user group names"}
+}

@@ -27,9 +27,20 @@ tier1_tools := {"problem_get", "problem_acknowledge", "problem_annotate"}
 event_tools := {"problem_acknowledge", "problem_annotate"}
 
 # data.tier1 as a path: the regorus VM does not compile access to `data` as a whole.
+# Without its data (no data.json, or one without these keys) the policy denies every
+# call instead of running with its restrictions lifted.
+# The default keeps the derived values defined; the rule below denies.
 default config := {}
 
 config := data.tier1
+
+deny contains "policy data missing: data.tier1.usrgrps must be a list of user group names" if {
+	not is_array(data.tier1.usrgrps)
+}
+
+deny contains "policy data missing: data.tier1.groupids must be a list of host group IDs" if {
+	not is_array(data.tier1.groupids)
+}
 
 tier1_usrgrps := {g | some g in object.get(config, "usrgrps", [])}
 

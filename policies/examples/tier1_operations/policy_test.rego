@@ -87,3 +87,15 @@ test_others_get_default_behaviour if {
 	w.allow == true
 	w.approval == "if_supported"
 }
+
+# Without its data the policy must not lift the tier 1 restrictions: it denies all.
+test_missing_data_denies_everybody if {
+	d := mcp.decision with input as call(host_get, {}, tier1_caller) with data.tier1 as {}
+	d.allow == false
+	d.reasons == {
+		"policy data missing: data.tier1.usrgrps must be a list of user group names",
+		"policy data missing: data.tier1.groupids must be a list of host group IDs",
+	}
+	other := mcp.decision with input as call(host_get, {}, other_caller) with data.tier1 as {}
+	other.allow == false
+}
