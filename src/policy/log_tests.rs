@@ -35,6 +35,7 @@ fn record_writes_the_opa_shape() {
     let options = DecisionLogOptions {
         instance_id: Some("guard-1".into()),
         erase: vec!["/arguments/name".into(), "/arguments/absent".into()],
+        ..DecisionLogOptions::default()
     };
     let log = DecisionLog::open_with(DecisionLogSink::File(path.clone()), options).expect("open");
     let decision = sample_decision();
@@ -45,6 +46,7 @@ fn record_writes_the_opa_shape() {
         "zabbix_result",
         json!({"code": -32500, "message": "No permissions"}),
     );
+    assert!(log.flush());
 
     let got = lines(&path);
     assert_eq!(got.len(), 2);
@@ -115,6 +117,7 @@ fn undefined_result_is_omitted_and_dry_run_is_marked() {
     decision.dry_run_would_deny = true;
     decision.approval = Approval::IfSupported;
     log.record(&decision, &sample_input());
+    assert!(log.flush());
     let line = &lines(&path)[0];
     assert!(line.get("result").is_none());
     assert!(line.get("erased").is_none());
@@ -147,6 +150,7 @@ fn concurrent_writers_never_interleave_and_append() {
             });
         }
     });
+    assert!(log.flush());
     let got = lines(&path);
     assert_eq!(got.len(), 1 + 4 * 50 * 2);
     assert_eq!(got[0], json!({"existing": true}));
