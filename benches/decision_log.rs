@@ -10,8 +10,11 @@
 //! - `tools/list, new caller each`: a different `token_id` every time, so no earlier
 //!   decision set applies.
 //!
-//! Run: `cargo bench --bench decision_log [-- ITERATIONS]` (default 20000). CPU comes from
-//! `/proc/self/stat` (10 ms ticks): keep ITERATIONS large enough for a few hundred ms.
+//! Run: `cargo bench --bench decision_log [-- ITERATIONS]` (default 20000; the last row
+//! runs a tenth). CPU comes from `/proc/self/stat` (10 ms ticks): keep ITERATIONS large
+//! enough for a few hundred ms. `BENCH_ROW=record|list|new` runs one row, e.g. under
+//! `valgrind --tool=callgrind` at two iteration counts: the difference of the totals over
+//! the difference of the counts is the instructions per call, setup excluded.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -61,16 +64,29 @@ fn main() {
             .unwrap_or_default()
             .trim()
     );
-    let rows = vec![
-        record_row(&policies, &scratch.join("record.log"), iterations),
-        list_row(&policies, &scratch.join("list-same.log"), iterations, false),
-        list_row(
+    // BENCH_ROW=record|list|new runs one row (for instruction counts under callgrind).
+    let only = std::env::var("BENCH_ROW").unwrap_or_default();
+    let runs = |row: &str| only.is_empty() || only == row;
+    let mut rows = Vec::new();
+    if runs("record") {
+        rows.push(record_row(
             &policies,
-            &scratch.join("list-new.log"),
-            iterations / 10,
-            true,
-        ),
-    ];
+            &scratch.join("record.log"),
+            iterations,
+        ));
+    }
+    if runs("list") {
+        rows.push(list_row(
+            &policies,
+            &scratch.join("list-same.log"),
+            iterations,
+            false,
+        ));
+    }
+    if runs("new") {
+        let n = (iterations / 10).max(1);
+        rows.push(list_row(&policies, &scratch.join("list-new.log"), n, true));
+    }
     println!(
         "{:<28} {:>8} {:>10} {:>10} {:>10} {:>12}",
         "row", "n", "caller p50", "caller p99", "cpu/call", "log lines/call"
