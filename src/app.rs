@@ -8,9 +8,11 @@ use std::time::Duration;
 use crate::config::{self, Config};
 use crate::exposure::Exposure;
 use crate::mcp::approval::{ApprovalError, Approver};
+use crate::mcp::listing::ListDecisions;
 use crate::mcp::tools::ToolList;
 use crate::policy::{
-    DecisionLog, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode, PolicySource,
+    DecisionLog, DecisionLogOptions, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode,
+    PolicySource,
 };
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 
@@ -26,6 +28,8 @@ pub struct App {
     pub exposure: Exposure,
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
+    /// `tools/list` decision sets, reused briefly per caller, client and policy revision.
+    pub list_decisions: ListDecisions,
     pub approver: Approver,
     /// Tool calls and resource reads under way; shutdown waits for them.
     pub in_flight: InFlight,
@@ -69,7 +73,13 @@ impl App {
             config::DecisionLogSink::Stdout => DecisionLogSink::Stdout,
             config::DecisionLogSink::File(path) => DecisionLogSink::File(path.clone()),
         };
-        let decisions = DecisionLog::open(sink)?;
+        let decisions = DecisionLog::open_with(
+            sink,
+            DecisionLogOptions {
+                file_size_mb: config.decision_log_file_size_mb,
+                ..DecisionLogOptions::default()
+            },
+        )?;
         let approver = Approver::new(config.approval_seal_key.as_ref().map(|k| k.expose()))?;
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
@@ -85,6 +95,7 @@ impl App {
             exposure,
             policy,
             decisions,
+            list_decisions: ListDecisions::default(),
             approver,
             in_flight: InFlight::default(),
             tools: RwLock::new(None),

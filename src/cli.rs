@@ -168,6 +168,10 @@ pub struct ParamFlags {
     /// DecisionLog: stdout or a file path [ZABBIX_MCP_GUARD_DECISION_LOG]
     #[arg(long, value_name = "SINK")]
     pub decision_log: Option<String>,
+    /// DecisionLogFileSize: MB before the decision log file rotates, 0 (default) never
+    /// [ZABBIX_MCP_GUARD_DECISION_LOG_FILE_SIZE]
+    #[arg(long, value_name = "MB")]
+    pub decision_log_file_size: Option<String>,
     /// SessionMode: stateless or stateful [ZABBIX_MCP_GUARD_SESSION_MODE]
     #[arg(long, value_name = "MODE")]
     pub session_mode: Option<String>,
@@ -272,6 +276,7 @@ impl ParamFlags {
             Param::PolicyDir => one(&self.policy_dir),
             Param::PolicyMode => one(&self.policy_mode),
             Param::DecisionLog => one(&self.decision_log),
+            Param::DecisionLogFileSize => one(&self.decision_log_file_size),
             Param::SessionMode => one(&self.session_mode),
             Param::ApprovalSealKey => one(&self.approval_seal_key),
             Param::Include => Vec::new(),

@@ -21,6 +21,9 @@ pub const DEFAULT_MAX_RESPONSE_SIZE: usize = 64 << 10;
 pub const MAX_RESPONSE_SIZE_RANGE: (u64, u64) = (16 << 10, 256 << 10);
 pub const DEFAULT_LOG_FILE_SIZE_MB: u32 = 1;
 pub const LOG_FILE_SIZE_RANGE: (u64, u64) = (0, 1024);
+/// The decision log is an audit trail: rotating it (which replaces the previous `.old`)
+/// is a choice, so the default keeps one growing file, as before.
+pub const DEFAULT_DECISION_LOG_FILE_SIZE_MB: u32 = 0;
 pub const DEFAULT_DEBUG_LEVEL: u8 = 3;
 pub const DEBUG_LEVEL_RANGE: (u64, u64) = (0, 5);
 /// An approval seal key shorter than this is too weak for HMAC-SHA256.
@@ -104,6 +107,10 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
         policy_dir: path(r, Param::PolicyDir),
         policy_mode: keyword(r, Param::PolicyMode, &POLICY_MODE)?.unwrap_or(PolicyMode::Enforce),
         decision_log: decision_log(r)?,
+        decision_log_file_size_mb: int(r, Param::DecisionLogFileSize, LOG_FILE_SIZE_RANGE)?
+            .map_or(DEFAULT_DECISION_LOG_FILE_SIZE_MB, |v| {
+                u32::try_from(v).unwrap_or(DEFAULT_DECISION_LOG_FILE_SIZE_MB)
+            }),
         session_mode: keyword(r, Param::SessionMode, &SESSION_MODE)?
             .unwrap_or(SessionMode::Stateless),
         approval_seal_key: seal_key(r)?,

@@ -62,6 +62,9 @@ pub struct Config {
     pub policy_dir: Option<PathBuf>,
     pub policy_mode: PolicyMode,
     pub decision_log: DecisionLogSink,
+    /// `DecisionLogFileSize`: a decision log file rotates to `<file>.old` at this many MB
+    /// (as `LogFile` at `LogFileSize`); 0, the default, never rotates.
+    pub decision_log_file_size_mb: u32,
     pub session_mode: SessionMode,
     pub approval_seal_key: Option<Secret>,
 }

@@ -29,6 +29,7 @@ pub enum Param {
     PolicyDir,
     PolicyMode,
     DecisionLog,
+    DecisionLogFileSize,
     SessionMode,
     ApprovalSealKey,
     Include,
@@ -52,7 +53,7 @@ pub const ENV_PREFIX: &str = "ZABBIX_MCP_GUARD_";
 
 /// (parameter, name in the file, kebab-case flag without `--`, arity), in the order
 /// `-T` prints them.
-const TABLE: [(Param, &str, &str, Arity); 28] = [
+const TABLE: [(Param, &str, &str, Arity); 29] = [
     (
         Param::FrontendUrl,
         "FrontendURL",
@@ -146,6 +147,12 @@ const TABLE: [(Param, &str, &str, Arity); 28] = [
         Param::DecisionLog,
         "DecisionLog",
         "decision-log",
+        Arity::Single,
+    ),
+    (
+        Param::DecisionLogFileSize,
+        "DecisionLogFileSize",
+        "decision-log-file-size",
         Arity::Single,
     ),
     (

@@ -56,6 +56,7 @@ fn value(config: &Config, param: Param) -> String {
         Param::PolicyDir => path(&config.policy_dir),
         Param::PolicyMode => config.policy_mode.as_str().to_owned(),
         Param::DecisionLog => config.decision_log.to_string(),
+        Param::DecisionLogFileSize => config.decision_log_file_size_mb.to_string(),
         Param::SessionMode => config.session_mode.as_str().to_owned(),
         Param::ApprovalSealKey => config
             .approval_seal_key

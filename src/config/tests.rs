@@ -414,3 +414,18 @@ fn shipped_example_is_valid() {
     );
     assert!(c.tool_rules.iter().all(|r| !r.is_allow()));
 }
+
+#[test]
+fn decision_log_file_size_is_read_in_megabytes_and_ranged() {
+    let dir = TempDir::new("decision-log-size");
+    assert_eq!(load_text(&dir, BASE).unwrap().decision_log_file_size_mb, 0);
+    let c = load_text(&dir, &format!("{BASE}DecisionLogFileSize=64\n")).unwrap();
+    assert_eq!(c.decision_log_file_size_mb, 64);
+    let err = load_text(&dir, &format!("{BASE}DecisionLogFileSize=1025\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("DecisionLogFileSize: value 1025 is out of range 0-1024"),
+        "{err}"
+    );
+}

@@ -88,7 +88,7 @@ impl Subject {
     }
 }
 
-fn tool_info(def: &ToolDef, exposed_name: &str) -> ToolInfo {
+pub(crate) fn tool_info(def: &ToolDef, exposed_name: &str) -> ToolInfo {
     ToolInfo {
         name: def.name.to_owned(),
         exposed_name: exposed_name.to_owned(),

@@ -8,7 +8,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
@@ -78,16 +78,14 @@ impl ToolList {
 }
 
 /// What the tools offered to one caller are: the version's list, filtered by the policy's
-/// `list` phase.
+/// `list` phase (decided per tool, logged as one line, reused briefly: see
+/// [`crate::mcp::listing`]).
 pub fn offered(app: &App, tools: &ToolList, subject: &Subject) -> Vec<Tool> {
+    let set = app.list_decisions.decide(app, tools, subject);
     tools
         .tools
         .iter()
-        .filter(|tool| {
-            tools.find(&tool.name).is_some_and(|def| {
-                gate::decide(app, subject, Phase::List, def, &tool.name, Map::new(), None).allow
-            })
-        })
+        .filter(|tool| set.offers(&tool.name))
         .cloned()
         .collect()
 }

@@ -1,17 +1,15 @@
 //! The decision log: one JSON object per line in OPA's decision-log shape, so pipelines
 //! that read OPA take it unchanged. Later events of a call (approval, Zabbix outcome) are
-//! extra lines with the same `decision_id` and an `event` field.
+//! extra lines with the same `decision_id` and an `event` field; a `tools/list` is one
+//! line for the whole decision set ([`DecisionLog::record_list`]).
 //!
-//! Writes are synchronous: each line is serialized first, then written with one
-//! `write_all` under a mutex (one `write()` of a complete line on an `O_APPEND` file), so
-//! lines never interleave and a line is on its way to the kernel before `record`
-//! returns; nothing depends on the request future surviving a client disconnect.
+//! A request only serializes its line and queues it; the writer thread
+//! ([`super::log_writer`]) writes the queue in batches, counts and reports what a full
+//! queue drops, and is flushed on shutdown.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -19,6 +17,7 @@ use serde_json::Value;
 
 use super::decision::{Approval, Decision};
 use super::input::PolicyInput;
+use super::log_writer::{Output, QUEUE_LINES, Writer};
 use super::timestamp::rfc3339_nanos;
 use super::{DECISION_PATH, PolicyError};
 
@@ -34,13 +33,29 @@ pub enum DecisionLogSink {
 }
 
 /// Options beyond the sink.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DecisionLogOptions {
     /// `labels.id`; a random UUID when `None`.
     pub instance_id: Option<String>,
     /// JSON pointers into the input (`/arguments/message`) dropped before logging; the
     /// ones that were present are listed in the line's `erased` as `/input/...`.
     pub erase: Vec<String>,
+    /// `DecisionLogFileSize`: a file is rotated to `<file>.old` at this many MB, as
+    /// `LogFile` is at `LogFileSize`; 0 never rotates.
+    pub file_size_mb: u32,
+    /// Lines the queue holds before new ones are dropped (and counted).
+    pub queue_lines: usize,
+}
+
+impl Default for DecisionLogOptions {
+    fn default() -> Self {
+        Self {
+            instance_id: None,
+            erase: Vec::new(),
+            file_size_mb: 0,
+            queue_lines: QUEUE_LINES,
+        }
+    }
 }
 
 /// The decision log writer. Cheap to clone; safe to share across tasks and threads.
@@ -50,15 +65,10 @@ pub struct DecisionLog {
 }
 
 struct Inner {
-    outputs: Vec<Output>,
+    /// `None` for [`DecisionLogSink::Discard`]: no line is even built.
+    writer: Option<Arc<Writer>>,
     labels: Labels,
     erase: Vec<String>,
-    write_errors: AtomicU64,
-}
-
-enum Output {
-    Stdout,
-    File { path: PathBuf, file: Mutex<File> },
 }
 
 #[derive(Serialize)]
@@ -69,13 +79,13 @@ struct Labels {
 
 /// A decision line; field order is the order people read.
 #[derive(Serialize)]
-struct DecisionLine<'a> {
+struct DecisionLine<'a, I: Serialize> {
     decision_id: &'a str,
     timestamp: String,
     path: &'static str,
-    input: Value,
+    input: I,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<Value>,
+    result: Option<&'a regorus::Value>,
     /// What the sidecar enforced, after fail-closed checks and the mode.
     decision: Effective<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -107,6 +117,9 @@ struct BundleRevision<'a> {
 #[derive(Serialize)]
 struct Metrics {
     timer_eval_ns: u64,
+    /// Policy evaluations behind the line (a `tools/list` evaluates one per tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evaluations: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -117,6 +130,54 @@ struct EventLine<'a> {
     event: &'a str,
     data: Value,
     labels: &'a Labels,
+}
+
+/// One `tools/list` decision set, as [`DecisionLog::record_list`] writes it.
+pub struct ListRecord<'a> {
+    pub decision_id: &'a str,
+    /// The input every tool's `list` decision shared (its `tool` left out).
+    pub input: &'a PolicyInput,
+    /// Exposed names of the tools offered, in list order.
+    pub offered: Vec<&'a str>,
+    /// The tools the policy hid, and why.
+    pub hidden: Vec<HiddenTool<'a>>,
+    /// Dry-run only: offered although the policy would hide them.
+    pub dry_run_would_hide: Vec<HiddenTool<'a>>,
+    pub revision: &'a str,
+    pub eval_ns: u64,
+    pub evaluations: usize,
+    /// How long the set is reused for the same caller and client without a new line.
+    pub reused_for_seconds: u64,
+}
+
+/// A tool a `list` decision did not offer.
+#[derive(Serialize)]
+pub struct HiddenTool<'a> {
+    pub tool: &'a str,
+    pub reasons: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ListLine<'a> {
+    decision_id: &'a str,
+    timestamp: String,
+    path: &'static str,
+    input: Value,
+    result: ListResult<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    erased: Vec<String>,
+    bundles: Bundles<'a>,
+    metrics: Metrics,
+    labels: &'a Labels,
+}
+
+#[derive(Serialize)]
+struct ListResult<'a> {
+    offered: &'a [&'a str],
+    hidden: &'a [HiddenTool<'a>],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    dry_run_would_hide: &'a [HiddenTool<'a>],
+    reused_for_seconds: u64,
 }
 
 impl DecisionLog {
@@ -130,67 +191,136 @@ impl DecisionLog {
         sink: DecisionLogSink,
         options: DecisionLogOptions,
     ) -> Result<Self, PolicyError> {
-        let outputs = match sink {
-            DecisionLogSink::Stdout => vec![Output::Stdout],
-            DecisionLogSink::File(path) => vec![Output::file(path)?],
-            DecisionLogSink::StdoutAndFile(path) => vec![Output::Stdout, Output::file(path)?],
-            DecisionLogSink::Discard => Vec::new(),
-        };
+        Self::open_outputs(outputs(sink, options.file_size_mb)?, options)
+    }
+
+    pub(crate) fn open_outputs(
+        outputs: Vec<Output>,
+        options: DecisionLogOptions,
+    ) -> Result<Self, PolicyError> {
         let id = options
             .instance_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let labels = Labels {
+            id,
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        let writer = if outputs.is_empty() {
+            None
+        } else {
+            let labels_json = serde_json::to_string(&labels).unwrap_or_else(|_| "{}".into());
+            Some(Writer::start(outputs, labels_json, options.queue_lines)?)
+        };
         Ok(Self {
             inner: Arc::new(Inner {
-                outputs,
-                labels: Labels {
-                    id,
-                    version: env!("CARGO_PKG_VERSION"),
-                },
+                writer,
+                labels,
                 erase: options.erase,
-                write_errors: AtomicU64::new(0),
             }),
         })
     }
 
     /// Logs a decision and the input it was made on.
     pub fn record(&self, decision: &Decision, input: &PolicyInput) {
-        if self.inner.outputs.is_empty() {
+        let Some(writer) = &self.inner.writer else {
             return;
+        };
+        let result = (decision.raw != regorus::Value::Undefined).then_some(&decision.raw);
+        let decision_part = Effective {
+            allow: decision.allow,
+            reasons: &decision.reasons,
+            approval: decision.approval,
+            dry_run_would_deny: decision.dry_run_would_deny,
+        };
+        let bundles = Bundles {
+            policies: BundleRevision {
+                revision: &decision.revision,
+            },
+        };
+        let metrics = Metrics {
+            timer_eval_ns: decision.eval_ns,
+            evaluations: None,
+        };
+        let timestamp = rfc3339_nanos(SystemTime::now());
+        let labels = &self.inner.labels;
+        let decision_id = decision.decision_id.as_str();
+        // Without erase pointers the input is serialized as it is, not copied first.
+        let line = if self.inner.erase.is_empty() {
+            serialize(&DecisionLine {
+                decision_id,
+                timestamp,
+                path: DECISION_PATH,
+                input,
+                result,
+                decision: decision_part,
+                erased: Vec::new(),
+                bundles,
+                metrics,
+                labels,
+            })
+        } else {
+            let (input, erased) = self.erase(input);
+            serialize(&DecisionLine {
+                decision_id,
+                timestamp,
+                path: DECISION_PATH,
+                input,
+                result,
+                decision: decision_part,
+                erased,
+                bundles,
+                metrics,
+                labels,
+            })
+        };
+        self.send(writer, line);
+    }
+
+    /// Logs one `tools/list` decision set as one line: `result.offered`, `result.hidden`
+    /// (with the reasons) and the input the tools' decisions shared.
+    pub fn record_list(&self, record: &ListRecord<'_>) {
+        let Some(writer) = &self.inner.writer else {
+            return;
+        };
+        let (mut input, erased) = self.erase(record.input);
+        if let Value::Object(map) = &mut input {
+            // Per tool; the tools are in `result`.
+            map.shift_remove("tool");
+            map.shift_remove("arguments");
         }
-        let (input, erased) = self.erase(input);
-        let line = DecisionLine {
-            decision_id: &decision.decision_id,
+        let line = serialize(&ListLine {
+            decision_id: record.decision_id,
             timestamp: rfc3339_nanos(SystemTime::now()),
             path: DECISION_PATH,
             input,
-            result: decision.raw_result(),
-            decision: Effective {
-                allow: decision.allow,
-                reasons: &decision.reasons,
-                approval: decision.approval,
-                dry_run_would_deny: decision.dry_run_would_deny,
+            result: ListResult {
+                offered: &record.offered,
+                hidden: &record.hidden,
+                dry_run_would_hide: &record.dry_run_would_hide,
+                reused_for_seconds: record.reused_for_seconds,
             },
             erased,
             bundles: Bundles {
                 policies: BundleRevision {
-                    revision: &decision.revision,
+                    revision: record.revision,
                 },
             },
             metrics: Metrics {
-                timer_eval_ns: decision.eval_ns,
+                timer_eval_ns: record.eval_ns,
+                evaluations: Some(record.evaluations),
             },
             labels: &self.inner.labels,
-        };
-        self.write(&line);
+        });
+        self.send(writer, line);
     }
 
     /// Logs a later event of the call `decision_id`: `event` is e.g. `approval` or
     /// `zabbix_result`, `data` its details (outcome, Zabbix error code...).
     pub fn event(&self, decision_id: &str, event: &str, data: Value) {
-        if self.inner.outputs.is_empty() {
+        let Some(writer) = &self.inner.writer else {
             return;
-        }
-        self.write(&EventLine {
+        };
+        let line = serialize(&EventLine {
             decision_id,
             timestamp: rfc3339_nanos(SystemTime::now()),
             path: DECISION_PATH,
@@ -198,16 +328,48 @@ impl DecisionLog {
             data,
             labels: &self.inner.labels,
         });
+        self.send(writer, line);
+    }
+
+    /// Returns once every line logged before the call is written (or after a few
+    /// seconds if the destination is stuck; then false). Blocks the calling thread.
+    pub fn flush(&self) -> bool {
+        self.inner.writer.as_ref().is_none_or(|w| w.flush())
     }
 
     /// Lines that could not be written since start (each failure is also logged).
     pub fn write_errors(&self) -> u64 {
-        self.inner.write_errors.load(Ordering::Relaxed)
+        self.counter(|c| c.write_errors.load(Ordering::Relaxed))
+    }
+
+    /// Lines dropped because the queue was full (each drop is also in the log itself).
+    pub fn dropped(&self) -> u64 {
+        self.counter(|c| c.dropped.load(Ordering::Relaxed))
     }
 
     /// `labels.id` of this instance.
     pub fn instance_id(&self) -> &str {
         &self.inner.labels.id
+    }
+
+    fn counter(&self, read: impl Fn(&super::log_writer::Counters) -> u64) -> u64 {
+        self.inner.writer.as_ref().map_or(0, |w| read(w.counters()))
+    }
+
+    fn send(&self, writer: &Writer, line: Result<Vec<u8>, serde_json::Error>) {
+        match line {
+            Ok(mut buf) => {
+                buf.push(b'\n');
+                writer.send(buf);
+            }
+            Err(error) => {
+                writer
+                    .counters()
+                    .write_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::error!(%error, "decision log line lost: it does not serialize");
+            }
+        }
     }
 
     fn erase(&self, input: &PolicyInput) -> (Value, Vec<String>) {
@@ -220,65 +382,23 @@ impl DecisionLog {
         }
         (value, erased)
     }
-
-    fn write<T: Serialize>(&self, line: &T) {
-        let mut buf = match serde_json::to_vec(line) {
-            Ok(buf) => buf,
-            Err(e) => {
-                self.failed("<serialize>", &e);
-                return;
-            }
-        };
-        buf.push(b'\n');
-        for output in &self.inner.outputs {
-            if let Err(e) = output.write_line(&buf) {
-                self.failed(output.name(), &e);
-            }
-        }
-    }
-
-    fn failed(&self, target: &str, error: &dyn std::fmt::Display) {
-        self.inner.write_errors.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(target_sink = target, error = %error, "decision log line lost");
-    }
 }
 
-impl Output {
-    fn file(path: PathBuf) -> Result<Self, PolicyError> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|source| PolicyError::Log {
-                target: path.display().to_string(),
-                source,
-            })?;
-        Ok(Self::File {
-            path,
-            file: Mutex::new(file),
-        })
-    }
+fn serialize<T: Serialize>(line: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut buf = Vec::with_capacity(1024);
+    serde_json::to_writer(&mut buf, line)?;
+    Ok(buf)
+}
 
-    fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
-        match self {
-            Self::Stdout => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(line)?;
-                out.flush()
-            }
-            Self::File { file, .. } => file
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .write_all(line),
+fn outputs(sink: DecisionLogSink, file_size_mb: u32) -> Result<Vec<Output>, PolicyError> {
+    Ok(match sink {
+        DecisionLogSink::Stdout => vec![Output::Stdout],
+        DecisionLogSink::File(path) => vec![Output::file(&path, file_size_mb)?],
+        DecisionLogSink::StdoutAndFile(path) => {
+            vec![Output::Stdout, Output::file(&path, file_size_mb)?]
         }
-    }
-
-    fn name(&self) -> &str {
-        match self {
-            Self::Stdout => "stdout",
-            Self::File { path, .. } => path.to_str().unwrap_or("<decision log file>"),
-        }
-    }
+        DecisionLogSink::Discard => Vec::new(),
+    })
 }
 
 /// Removes the value at `pointer` (RFC 6901); true if something was removed.

@@ -6,7 +6,7 @@ use std::thread;
 use regorus::Value as RegoValue;
 use serde_json::{Value, json};
 
-use super::{DecisionLog, DecisionLogOptions, DecisionLogSink};
+use super::{DecisionLog, DecisionLogOptions, DecisionLogSink, HiddenTool, ListRecord};
 use crate::policy::decision::{Approval, Decision};
 use crate::policy::input::tests::sample_input;
 use crate::policy::source::tests::temp_dir;
@@ -35,6 +35,7 @@ fn record_writes_the_opa_shape() {
     let options = DecisionLogOptions {
         instance_id: Some("guard-1".into()),
         erase: vec!["/arguments/name".into(), "/arguments/absent".into()],
+        ..DecisionLogOptions::default()
     };
     let log = DecisionLog::open_with(DecisionLogSink::File(path.clone()), options).expect("open");
     let decision = sample_decision();
@@ -45,6 +46,7 @@ fn record_writes_the_opa_shape() {
         "zabbix_result",
         json!({"code": -32500, "message": "No permissions"}),
     );
+    assert!(log.flush());
 
     let got = lines(&path);
     assert_eq!(got.len(), 2);
@@ -115,6 +117,7 @@ fn undefined_result_is_omitted_and_dry_run_is_marked() {
     decision.dry_run_would_deny = true;
     decision.approval = Approval::IfSupported;
     log.record(&decision, &sample_input());
+    assert!(log.flush());
     let line = &lines(&path)[0];
     assert!(line.get("result").is_none());
     assert!(line.get("erased").is_none());
@@ -147,6 +150,7 @@ fn concurrent_writers_never_interleave_and_append() {
             });
         }
     });
+    assert!(log.flush());
     let got = lines(&path);
     assert_eq!(got.len(), 1 + 4 * 50 * 2);
     assert_eq!(got[0], json!({"existing": true}));
@@ -160,5 +164,75 @@ fn unwritable_file_fails_at_open() {
     let discard = DecisionLog::open(DecisionLogSink::Discard).expect("discard");
     discard.record(&sample_decision(), &sample_input());
     assert_eq!(discard.write_errors(), 0);
+    fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_list_is_one_line_with_offered_and_hidden_tools() {
+    let dir = temp_dir("log-list");
+    let path = dir.join("d.jsonl");
+    let options = DecisionLogOptions {
+        erase: vec!["/caller/username".into()],
+        ..DecisionLogOptions::default()
+    };
+    let log = DecisionLog::open_with(DecisionLogSink::File(path.clone()), options).expect("open");
+    let mut input = sample_input();
+    input.phase = crate::policy::Phase::List;
+    let reasons = vec!["writes are not offered".to_owned()];
+    log.record_list(&ListRecord {
+        decision_id: "list-1",
+        input: &input,
+        offered: vec!["zbx_host_get", "zbx_problem_get"],
+        hidden: vec![HiddenTool {
+            tool: "zbx_maintenance_create",
+            reasons: &reasons,
+        }],
+        dry_run_would_hide: Vec::new(),
+        revision: "abc",
+        eval_ns: 900,
+        evaluations: 3,
+        reused_for_seconds: 10,
+    });
+    assert!(log.flush());
+    let got = lines(&path);
+    assert_eq!(got.len(), 1);
+    let line = &got[0];
+    let keys: Vec<&str> = line
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "decision_id",
+            "timestamp",
+            "path",
+            "input",
+            "result",
+            "erased",
+            "bundles",
+            "metrics",
+            "labels"
+        ]
+    );
+    assert_eq!(
+        line["result"],
+        json!({
+            "offered": ["zbx_host_get", "zbx_problem_get"],
+            "hidden": [{"tool": "zbx_maintenance_create", "reasons": ["writes are not offered"]}],
+            "reused_for_seconds": 10
+        })
+    );
+    assert_eq!(line["input"]["phase"], "list");
+    assert!(line["input"].get("tool").is_none() && line["input"].get("arguments").is_none());
+    assert!(line["input"]["caller"].get("username").is_none());
+    assert_eq!(line["erased"], json!(["/input/caller/username"]));
+    assert_eq!(
+        line["metrics"],
+        json!({"timer_eval_ns": 900, "evaluations": 3})
+    );
+    assert_eq!(line["bundles"]["policies"]["revision"], "abc");
     fs::remove_dir_all(&dir).ok();
 }

@@ -14,6 +14,7 @@ mod decision;
 mod engine;
 mod input;
 mod log;
+mod log_writer;
 mod reload;
 mod source;
 mod test_runner;
@@ -23,13 +24,15 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub(crate) use decision::new_decision_id;
 pub use decision::{Approval, Decision, HistoryLimits};
 pub use engine::{PolicyEngine, PolicyStatus};
 pub use input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, ToolInfo, ToolKind,
     ZabbixInfo,
 };
-pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink};
+pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink, HiddenTool, ListRecord};
+pub use log_writer::flush_all as flush_decision_logs;
 pub use reload::DEFAULT_POLL_INTERVAL;
 pub use source::{PolicySource, Revision};
 pub use test_runner::{TestFailure, TestReport, cli_eval, cli_test, eval_input, run_tests};

@@ -124,6 +124,17 @@ impl Server {
         self.mcp_cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
+        // Every decision of the requests above is queued: write them before returning.
+        let log = self.app.decisions.clone();
+        let flushed = tokio::task::spawn_blocking(move || log.flush()).await;
+        if !matches!(flushed, Ok(true)) {
+            tracing::error!("decision log not flushed at shutdown; lines may be lost");
+        }
+    }
+
+    /// The app this server serves (tests read its counters).
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
     }
 
     /// Serves until `signal` completes, then shuts down gracefully.

@@ -12,8 +12,8 @@
 //! not take go to stderr, so none is lost. `DebugLevel` picks the filter (see
 //! [`filter_for_debug_level`]); `RUST_LOG`, when set, replaces it.
 
-mod fallback;
-mod file;
+pub(crate) mod fallback;
+pub(crate) mod file;
 mod filter;
 mod sink;
 mod syslog;

@@ -417,6 +417,8 @@ pub async fn acknowledged_now(reader: &common::Client, event: &str) {
 //    tool error carries.
 
 pub fn log_lines(path: &Path) -> Vec<Value> {
+    // Lines are written by the log's writer thread: wait until what is queued is written.
+    zabbix_mcp_guard::policy::flush_decision_logs();
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()

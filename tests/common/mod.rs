@@ -98,6 +98,11 @@ impl Guard {
         }
     }
 
+    /// The running sidecar's app (its counters, its policy engine).
+    pub fn app(&self) -> &std::sync::Arc<App> {
+        self.server.as_ref().expect("the sidecar is running").app()
+    }
+
     pub async fn stop(mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown().await;

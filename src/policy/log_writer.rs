@@ -1,0 +1,286 @@
+//! The decision log's writer: a bounded queue of finished lines, drained by one thread
+//! that writes them in batches, so a request only serializes its line and enqueues it.
+//!
+//! - Overflow: when the queue is full, the newest line is dropped and counted. The writer
+//!   then puts a `decision_log_overflow` line with the count into the log itself (a gap is
+//!   visible where it happened) and warns on the process log at most every
+//!   [`WARN_EVERY`], naming how many lines were dropped since the last warning.
+//! - Nothing queued is lost on shutdown: [`Writer::flush`] (called by the server's
+//!   graceful shutdown, and when the last handle is dropped) returns once every line
+//!   queued before it is written.
+//! - Files rotate as `LogFile` does (`telemetry::file::RotatingFile`, at
+//!   `DecisionLogFileSize` MB); their write failures go to stderr, said once.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+
+use super::timestamp::rfc3339_nanos;
+use super::{DECISION_PATH, PolicyError};
+use crate::telemetry::fallback::lock;
+use crate::telemetry::file::RotatingFile;
+
+/// Lines the queue holds (a call line is about 1 KB: a few MB at most).
+pub(crate) const QUEUE_LINES: usize = 8192;
+/// The writer collects up to this many bytes into one write.
+const BATCH_BYTES: usize = 256 * 1024;
+/// How long a flush waits for the writer before giving up (a stuck disk).
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The overflow warning on the process log is said at most this often.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// The sending side, shared by every clone of one `DecisionLog`.
+pub(crate) struct Writer {
+    tx: Sender<Message>,
+    counters: Arc<Counters>,
+}
+
+/// Counts the writer keeps; read by tests and `zabbix://about`-like reports.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) dropped: AtomicU64,
+    pub(crate) written: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
+}
+
+enum Message {
+    Line(Vec<u8>),
+    /// Answered once every message before it is written.
+    Flush(Sender<()>),
+}
+
+/// One destination of the lines.
+pub(crate) enum Output {
+    Stdout,
+    File(RotatingFile),
+    /// Any writer, for tests (a blocked disk, a capture buffer).
+    #[cfg(test)]
+    Test(Box<dyn Write + Send>),
+}
+
+/// What the writer thread owns.
+struct Drain {
+    rx: Receiver<Message>,
+    outputs: Vec<Output>,
+    counters: Arc<Counters>,
+    /// `labels` of the overflow lines, serialized once.
+    labels_json: String,
+    /// Drops already reported in an overflow line.
+    reported: u64,
+    /// Drops already named in a warning, and when that warning was.
+    warned: u64,
+    last_warn: Option<Instant>,
+}
+
+/// Every writer in the process, so [`flush_all`] can reach them.
+static LIVE: Mutex<Vec<Weak<Writer>>> = Mutex::new(Vec::new());
+
+impl Writer {
+    /// Starts the writer thread for `outputs`.
+    pub(crate) fn start(
+        outputs: Vec<Output>,
+        labels_json: String,
+        capacity: usize,
+    ) -> Result<Arc<Writer>, PolicyError> {
+        let (tx, rx) = bounded(capacity.max(1));
+        let counters = Arc::new(Counters::default());
+        let drain = Drain {
+            rx,
+            outputs,
+            counters: Arc::clone(&counters),
+            labels_json,
+            reported: 0,
+            warned: 0,
+            last_warn: None,
+        };
+        // Detached: it ends by itself once every sender is gone.
+        std::thread::Builder::new()
+            .name("decision-log".into())
+            .spawn(move || drain.run())
+            .map_err(|source| PolicyError::Log {
+                target: "writer thread".into(),
+                source,
+            })?;
+        let writer = Arc::new(Writer { tx, counters });
+        let mut live = lock(&LIVE);
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&writer));
+        Ok(writer)
+    }
+
+    /// Queues one finished line (ending in `\n`); never blocks. A full queue drops it
+    /// and counts it.
+    pub(crate) fn send(&self, line: Vec<u8>) {
+        match self.tx.try_send(Message::Line(line)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            // The writer thread is gone (it panicked): nothing can write this line.
+            Err(TrySendError::Disconnected(_)) => {
+                self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Returns once every line queued before this call is written, or after
+    /// [`FLUSH_TIMEOUT`]; false on a timeout. Blocks the calling thread.
+    pub(crate) fn flush(&self) -> bool {
+        let deadline = Instant::now() + FLUSH_TIMEOUT;
+        let (ack_tx, ack_rx) = bounded(1);
+        if self
+            .tx
+            .send_deadline(Message::Flush(ack_tx), deadline)
+            .is_err()
+        {
+            return false;
+        }
+        ack_rx.recv_deadline(deadline).is_ok()
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+}
+
+impl Drop for Writer {
+    /// The last handle is gone: write what is queued, then let the thread end.
+    fn drop(&mut self) {
+        if !self.flush() {
+            tracing::error!("decision log: the writer did not finish in time; lines may be lost");
+        }
+        // Dropping `tx` after this ends the thread's loop: it has nothing left to do.
+    }
+}
+
+/// Flushes every decision log of this process (see [`Writer::flush`]). Tests call it
+/// before reading a log file; the server's shutdown flushes its own log.
+pub fn flush_all() {
+    let live: Vec<Arc<Writer>> = lock(&LIVE).iter().filter_map(Weak::upgrade).collect();
+    for writer in live {
+        writer.flush();
+    }
+}
+
+impl Drain {
+    fn run(mut self) {
+        let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
+        let mut acks: Vec<Sender<()>> = Vec::new();
+        // Ends when every sender is gone.
+        while let Ok(first) = self.rx.recv() {
+            self.take(first, &mut batch, &mut acks);
+            while batch.len() < BATCH_BYTES {
+                match self.rx.try_recv() {
+                    Ok(message) => self.take(message, &mut batch, &mut acks),
+                    Err(_) => break,
+                }
+            }
+            self.overflow_line(&mut batch);
+            if !batch.is_empty() {
+                self.write(&batch);
+                batch.clear();
+            }
+            for ack in acks.drain(..) {
+                let _ = ack.send(());
+            }
+            self.warn_about_drops();
+        }
+    }
+
+    fn take(&mut self, message: Message, batch: &mut Vec<u8>, acks: &mut Vec<Sender<()>>) {
+        match message {
+            Message::Line(line) => {
+                batch.extend_from_slice(&line);
+                self.counters.written.fetch_add(1, Ordering::Relaxed);
+            }
+            Message::Flush(ack) => acks.push(ack),
+        }
+    }
+
+    /// Appends a line saying how many lines were dropped since the last such line.
+    fn overflow_line(&mut self, batch: &mut Vec<u8>) {
+        let dropped = self.counters.dropped.load(Ordering::Relaxed);
+        if dropped == self.reported {
+            return;
+        }
+        let line = format!(
+            "{{\"timestamp\":\"{}\",\"path\":\"{DECISION_PATH}\",\"event\":\"decision_log_overflow\",\
+             \"data\":{{\"dropped\":{},\"dropped_total\":{dropped}}},\"labels\":{}}}\n",
+            rfc3339_nanos(SystemTime::now()),
+            dropped - self.reported,
+            self.labels_json
+        );
+        batch.extend_from_slice(line.as_bytes());
+        self.reported = dropped;
+    }
+
+    fn warn_about_drops(&mut self) {
+        let dropped = self.counters.dropped.load(Ordering::Relaxed);
+        let due = self.last_warn.is_none_or(|at| at.elapsed() >= WARN_EVERY);
+        if dropped > self.warned && due {
+            tracing::warn!(
+                dropped = dropped - self.warned,
+                dropped_total = dropped,
+                queue_lines = QUEUE_LINES,
+                "decision log queue full: lines dropped"
+            );
+            self.warned = dropped;
+            self.last_warn = Some(Instant::now());
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for output in &mut self.outputs {
+            if let Err(error) = output.write_all(bytes) {
+                self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(target_sink = output.name(), %error, "decision log lines lost");
+            }
+        }
+    }
+}
+
+impl Output {
+    /// `path`, rotated at `size_mb` MB (0: never); opened here, so a bad path fails at start.
+    pub(crate) fn file(path: &Path, size_mb: u32) -> Result<Output, PolicyError> {
+        RotatingFile::open(path, size_mb)
+            .map(Output::File)
+            .map_err(|source| PolicyError::Log {
+                target: path.display().to_string(),
+                source,
+            })
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Output::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes)?;
+                out.flush()
+            }
+            // Failures go to stderr inside, said once: nothing is lost.
+            Output::File(file) => {
+                file.write_record(bytes);
+                Ok(())
+            }
+            #[cfg(test)]
+            Output::Test(out) => out.write_all(bytes),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Output::Stdout => "stdout".into(),
+            Output::File(file) => file.path().display().to_string(),
+            #[cfg(test)]
+            Output::Test(_) => "test".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "log_writer_tests.rs"]
+mod tests;

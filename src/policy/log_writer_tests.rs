@@ -1,0 +1,187 @@
+//! Tests of the queue: overflow accounting, flush and drop, rotation.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use serde_json::{Value, json};
+
+use super::Output;
+use crate::policy::decision::Decision;
+use crate::policy::input::tests::sample_input;
+use crate::policy::log::{DecisionLog, DecisionLogOptions, DecisionLogSink};
+use crate::policy::source::tests::temp_dir;
+
+/// Collects what the writer writes; the first write waits until the test releases it,
+/// after saying it has started (a stuck disk, on demand).
+#[derive(Clone)]
+struct Held {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    entered: Sender<()>,
+    release: Receiver<()>,
+}
+
+impl Write for Held {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = self.entered.try_send(());
+        // Returns at once when released or when the release side is gone.
+        let _ = self.release.recv();
+        self.bytes.lock().expect("bytes").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+struct Harness {
+    log: DecisionLog,
+    bytes: Arc<Mutex<Vec<u8>>>,
+    entered: Receiver<()>,
+    release: Option<Sender<()>>,
+}
+
+fn harness(queue_lines: usize) -> Harness {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let (entered_tx, entered) = unbounded();
+    let (release, release_rx) = bounded(0);
+    let held = Held {
+        bytes: Arc::clone(&bytes),
+        entered: entered_tx,
+        release: release_rx,
+    };
+    let options = DecisionLogOptions {
+        instance_id: Some("guard-q".into()),
+        queue_lines,
+        ..DecisionLogOptions::default()
+    };
+    let log = DecisionLog::open_outputs(vec![Output::Test(Box::new(held))], options)
+        .expect("writer starts");
+    Harness {
+        log,
+        bytes,
+        entered,
+        release: Some(release),
+    }
+}
+
+impl Harness {
+    /// Lets every write through from now on.
+    fn release(&mut self) {
+        self.release.take();
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        String::from_utf8(self.bytes.lock().expect("bytes").clone())
+            .expect("utf-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect()
+    }
+}
+
+fn event(log: &DecisionLog, n: usize) {
+    log.event(&format!("id-{n}"), "zabbix_result", json!({"n": n}));
+}
+
+#[test]
+fn a_full_queue_drops_the_newest_and_says_how_many_in_the_log() {
+    let mut h = harness(2);
+    event(&h.log, 0);
+    // The writer holds line 0 in a stuck write: the queue has room for exactly 2 more.
+    h.entered.recv().expect("the writer started writing");
+    for n in 1..=10 {
+        event(&h.log, n);
+    }
+    assert_eq!(h.log.dropped(), 8);
+    h.release();
+    assert!(h.log.flush());
+    let lines = h.lines();
+    let ns: Vec<&Value> = lines.iter().filter_map(|l| l["data"].get("n")).collect();
+    assert_eq!(
+        ns,
+        [&json!(0), &json!(1), &json!(2)],
+        "oldest kept, newest dropped"
+    );
+    let overflow: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "decision_log_overflow")
+        .collect();
+    assert_eq!(overflow.len(), 1, "{lines:?}");
+    assert_eq!(
+        overflow[0]["data"],
+        json!({"dropped": 8, "dropped_total": 8})
+    );
+    assert_eq!(overflow[0]["labels"]["id"], "guard-q");
+    assert!(overflow[0]["timestamp"].is_string());
+    assert_eq!(h.log.write_errors(), 0);
+}
+
+#[test]
+fn flush_waits_for_every_line_queued_before_it() {
+    let mut h = harness(1000);
+    for n in 0..500 {
+        event(&h.log, n);
+    }
+    h.entered.recv().expect("writing");
+    let log = h.log.clone();
+    let flusher = std::thread::spawn(move || log.flush());
+    h.release();
+    assert!(flusher.join().expect("flush thread"));
+    assert_eq!(h.lines().len(), 500);
+    assert_eq!(h.log.dropped(), 0);
+}
+
+#[test]
+fn dropping_the_last_handle_writes_what_is_queued() {
+    let Harness {
+        log,
+        bytes,
+        entered,
+        release,
+        ..
+    } = harness(1000);
+    for n in 0..300 {
+        event(&log, n);
+    }
+    entered
+        .recv()
+        .expect("the writer is stuck on the first write");
+    let releaser = std::thread::spawn(move || drop(release));
+    // The last handle: its drop waits until the queue is written.
+    drop(log);
+    releaser.join().expect("releaser");
+    let text = String::from_utf8(bytes.lock().expect("bytes").clone()).expect("utf-8");
+    assert_eq!(text.lines().count(), 300);
+}
+
+#[test]
+fn decision_log_files_rotate_like_the_log_file() {
+    let dir = temp_dir("log-rotate");
+    let path = dir.join("d.jsonl");
+    let options = DecisionLogOptions {
+        file_size_mb: 1,
+        ..DecisionLogOptions::default()
+    };
+    let log = DecisionLog::open_with(DecisionLogSink::File(path.clone()), options).expect("open");
+    let mut input = sample_input();
+    input
+        .arguments
+        .insert("description".into(), json!("y".repeat(4000)));
+    // About 4.5 KB a line: 400 lines pass 1 MB once.
+    for _ in 0..400 {
+        log.record(&Decision::deny("rotate me"), &input);
+    }
+    assert!(log.flush());
+    let old = std::fs::read_to_string(dir.join("d.jsonl.old")).expect("rotated to .old");
+    let current = std::fs::read_to_string(&path).expect("current file");
+    assert!(old.len() <= 1024 * 1024, "{}", old.len());
+    let all: Vec<Value> = old
+        .lines()
+        .chain(current.lines())
+        .map(|l| serde_json::from_str(l).expect("whole JSON lines on both sides"))
+        .collect();
+    assert_eq!(all.len(), 400);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,285 @@
+//! The decision log at scale, through real MCP clients against the lab: one line per
+//! `tools/list` with the offered and the hidden tools, a repeated list that evaluates no
+//! policy, a policy change that decides the list again, and the binary writing every
+//! queued line before it exits on SIGTERM.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{Lab, config_for, start_with, temp_path};
+use rmcp::ServiceExt;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ReadResourceRequestParams};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use zabbix_mcp_guard::config::DecisionLogSink;
+
+const ALLOW_ALL: &str = "package zabbix.mcp\nimport rego.v1\n\
+    decision := {\"allow\": true, \"reasons\": []}\n";
+
+/// Writes are not offered (nor allowed) in any phase.
+const NO_WRITES: &str = "package zabbix.mcp\nimport rego.v1\n\
+    default decision := {\"allow\": true, \"reasons\": []}\n\
+    decision := {\"allow\": false, \"reasons\": [\"writes are not offered here\"]} if {\n\
+    \tinput.tool.kind == \"write\"\n}\n";
+
+fn policy_dir(text: &str) -> PathBuf {
+    let dir = temp_path("policy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("policy.rego"), text).unwrap();
+    dir
+}
+
+fn config(lab: &Lab, dir: &Path) -> (zabbix_mcp_guard::config::Config, PathBuf) {
+    let mut config = config_for(&lab.url);
+    config.policy_dir = dir.to_path_buf();
+    let log = temp_path("decisions.log");
+    config.decision_log = DecisionLogSink::File(log.clone());
+    (config, log)
+}
+
+fn log_lines(path: &Path) -> Vec<Value> {
+    zabbix_mcp_guard::policy::flush_decision_logs();
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every decision log line is JSON"))
+        .collect()
+}
+
+fn list_lines(lines: &[Value]) -> Vec<&Value> {
+    lines
+        .iter()
+        .filter(|l| l["input"]["phase"] == "list")
+        .collect()
+}
+
+async fn tool_names(client: &common::Client) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {value}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn one_tools_list_is_one_line_and_a_repeated_list_evaluates_no_policy() {
+    let lab = common::lab(7);
+    let (config, log) = config(&lab, &policy_dir(NO_WRITES));
+    let guard = start_with(config).await;
+    let counters = &guard.app().list_decisions;
+    let admin = common::client(&guard, &lab.token).await;
+
+    let names = tool_names(&admin).await;
+    assert!(names.contains(&"host_get".to_owned()), "{names:?}");
+    assert!(
+        !names.contains(&"maintenance_create".to_owned()),
+        "{names:?}"
+    );
+    let lines = log_lines(&log);
+    let lists = list_lines(&lines);
+    assert_eq!(
+        lists.len(),
+        1,
+        "one line for the whole tools/list: {lists:?}"
+    );
+    let line = lists[0];
+    let mut offered = strings(&line["result"]["offered"]);
+    offered.sort();
+    assert_eq!(offered, names, "the line names exactly the tools offered");
+    let hidden = line["result"]["hidden"].as_array().unwrap();
+    let create = hidden
+        .iter()
+        .find(|h| h["tool"] == "maintenance_create")
+        .unwrap_or_else(|| panic!("maintenance_create hidden: {line}"));
+    assert_eq!(create["reasons"], json!(["writes are not offered here"]));
+    assert!(hidden.iter().all(|h| h["reasons"].as_array().is_some()));
+    let evaluated = offered.len() + hidden.len();
+    assert_eq!(line["metrics"]["evaluations"], json!(evaluated));
+    assert!(line["metrics"]["timer_eval_ns"].is_u64());
+    assert!(line["decision_id"].is_string());
+    assert!(line["timestamp"].is_string());
+    assert_eq!(line["path"], "zabbix/mcp/decision");
+    assert!(line["bundles"]["policies"]["revision"].is_string());
+    assert!(line["labels"]["id"].is_string());
+    assert_eq!(line["input"]["caller"]["username"], "Admin");
+    assert!(line["input"]["client"].get("protocol_version").is_some());
+    assert!(line["input"].get("tool").is_none(), "per tool: {line}");
+    assert!(!line.to_string().contains(&lab.token));
+    assert_eq!(
+        (counters.evaluated(), counters.evaluations()),
+        (1, evaluated as u64)
+    );
+
+    // The same caller and client again, and the tool list inside zabbix://about: the
+    // decided set is reused, no policy runs and no line is written.
+    assert_eq!(tool_names(&admin).await, names);
+    let about = admin
+        .read_resource(ReadResourceRequestParams::new("zabbix://about"))
+        .await
+        .unwrap();
+    let about = serde_json::to_value(&about).unwrap().to_string();
+    assert!(about.contains("host_get") && !about.contains("maintenance_create"));
+    assert_eq!(
+        (counters.evaluated(), counters.evaluations()),
+        (1, evaluated as u64),
+        "a repeated list evaluates no policy"
+    );
+    assert!(counters.reused() >= 2, "{}", counters.reused());
+    assert_eq!(list_lines(&log_lines(&log)).len(), 1);
+
+    // Another caller is another set, with a line of its own.
+    let viewer = common::client(&guard, &lab.token_viewer).await;
+    tool_names(&viewer).await;
+    let lines = log_lines(&log);
+    let lists = list_lines(&lines);
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[1]["input"]["caller"]["username"], "mcp-viewer");
+    assert_ne!(lists[1]["decision_id"], lists[0]["decision_id"]);
+    assert_eq!(counters.evaluated(), 2);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn a_policy_change_decides_the_list_again() {
+    let lab = common::lab(7);
+    let dir = policy_dir(ALLOW_ALL);
+    let (config, log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let app = guard.app().clone();
+    let admin = common::client(&guard, &lab.token).await;
+    assert!(
+        tool_names(&admin)
+            .await
+            .contains(&"maintenance_create".to_owned())
+    );
+    std::fs::write(dir.join("policy.rego"), NO_WRITES).unwrap();
+    app.policy.reload().expect("the new policy compiles");
+    let names = tool_names(&admin).await;
+    assert!(
+        !names.contains(&"maintenance_create".to_owned()),
+        "{names:?}"
+    );
+    let lines = log_lines(&log);
+    let lists = list_lines(&lines);
+    assert_eq!(lists.len(), 2, "decided again under the new revision");
+    let revision = |l: &Value| l["bundles"]["policies"]["revision"].clone();
+    assert_ne!(revision(lists[0]), revision(lists[1]));
+    assert_eq!(
+        revision(lists[1]),
+        json!(app.policy.revision().unwrap().to_string())
+    );
+    assert!(
+        lists[1]["result"]["hidden"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["tool"] == "maintenance_create")
+    );
+    assert_eq!(app.list_decisions.evaluated(), 2);
+    guard.stop().await;
+}
+
+fn free_port() -> u16 {
+    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it.
+    let seed = std::process::id() as u16;
+    (0..2000)
+        .map(|i| 21000 + (seed.wrapping_add(i * 11)) % 9000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
+    common::init();
+    let lab = common::lab(7);
+    let dir = temp_path("binary");
+    let dir = dir.parent().unwrap();
+    let log = dir.join("guard.log");
+    let decisions = dir.join("decisions.log");
+    let port = free_port();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+        .args(["--frontend-url", &lab.url, "--allowed-ip", "127.0.0.1"])
+        .args([
+            "--listen-ip",
+            "127.0.0.1",
+            "--listen-port",
+            &port.to_string(),
+        ])
+        .args(["--log-type", "file"])
+        .arg("--log-file")
+        .arg(&log)
+        .arg("--policy-dir")
+        .arg(&policies)
+        .arg("--decision-log")
+        .arg(&decisions)
+        .env_remove("RUST_LOG")
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("listening")
+    {
+        assert!(Instant::now() < deadline, "the sidecar did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{port}/mcp"))
+            .auth_header(lab.token.clone()),
+    );
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("zabbix-mcp-guard-tests", "1.0"),
+    )
+    .serve(transport)
+    .await
+    .expect("MCP client connects");
+    tool_names(&client).await;
+    const CALLS: usize = 40;
+    for _ in 0..CALLS {
+        common::read(&client, "hostgroup_get", json!({"limit": 1})).await;
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let lines: Vec<Value> = std::fs::read_to_string(&decisions)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("whole JSON lines"))
+        .collect();
+    let count = |phase: &str| {
+        lines
+            .iter()
+            .filter(|l| l["input"]["phase"] == phase)
+            .count()
+    };
+    assert_eq!(count("list"), 1);
+    assert_eq!(count("call"), CALLS);
+    let results = lines
+        .iter()
+        .filter(|l| l["event"] == "zabbix_result")
+        .count();
+    assert_eq!(results, CALLS, "every call's outcome");
+    let _ = client.cancel().await;
+}
