@@ -136,7 +136,7 @@ fn record_row(policies: &Path, path: &Path, iterations: usize) -> Row {
 fn list_row(policies: &Path, path: &Path, iterations: usize, new_caller: bool) -> Row {
     let mut config =
         Config::new("http://127.0.0.1:9/zabbix", "127.0.0.1").unwrap_or_else(|e| fail(e));
-    config.policy_dir = policies.to_path_buf();
+    config.policy_dir = Some(policies.to_path_buf());
     config.decision_log = ConfigSink::File(path.to_path_buf());
     let app: Arc<App> = App::new(config).unwrap_or_else(|e| fail(e));
     let version: ZabbixVersion = "7.0.22".parse().unwrap_or_else(|e| fail(e));

@@ -34,7 +34,7 @@ fn policy_dir(text: &str) -> PathBuf {
 
 fn config(lab: &Lab, dir: &Path) -> (zabbix_mcp_guard::config::Config, PathBuf) {
     let mut config = config_for(&lab.url);
-    config.policy_dir = dir.to_path_buf();
+    config.policy_dir = Some(dir.to_path_buf());
     let log = temp_path("decisions.log");
     config.decision_log = DecisionLogSink::File(log.clone());
     (config, log)

@@ -115,7 +115,7 @@ decision := {"allow": false, "reasons": ["host_get needs hostids in this test"]}
 async fn start(lab: &Lab, policy_dir: Option<PathBuf>) -> Guard {
     let mut config = config_for(&lab.url);
     if let Some(dir) = policy_dir {
-        config.policy_dir = dir;
+        config.policy_dir = Some(dir);
     }
     start_with(config).await
 }
