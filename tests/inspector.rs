@@ -9,7 +9,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{Guard, Lab, config_for, start_with, temp_path};
+use common::{Guard, Lab, config_for, seed_id, start_with, temp_path};
 use serde_json::{Value, json};
 
 const DEFAULT_INSPECTOR: &str = "/opt/mcp-inspector/node_modules/.bin/mcp-inspector";
@@ -208,5 +208,53 @@ async fn inspector_shows_zabbix_errors_of_reads_and_writes() {
     let body = printed.error_body();
     assert_eq!(body["code"], "zabbix_error", "{body}");
     assert!(body["data"]["message"].is_string(), "{body}");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn inspector_shows_write_results() {
+    let lab = common::lab(7);
+    let guard = start(&lab, Some(scoped_host_get_policy())).await;
+    let web = seed_id(&lab, "hosts", "mcp-web-01");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let name = format!("mcp-inspector-{}-{now}", std::process::id());
+    let printed = call(
+        &guard,
+        &lab.token,
+        "maintenance_create",
+        &[
+            ("name", name.clone()),
+            ("active_since", now.to_string()),
+            ("active_till", (now + 3600).to_string()),
+            ("hostids", json!([web]).to_string()),
+        ],
+    )
+    .await;
+    assert_no_schema_error(&printed);
+    assert!(printed.success, "{}\n{}", printed.stdout, printed.stderr);
+    let result = printed.result();
+    assert_ne!(result["isError"], true, "{result}");
+    let id = result["structuredContent"]["maintenanceids"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("Zabbix's result: {result}"))
+        .to_owned();
+
+    let printed = call(
+        &guard,
+        &lab.token,
+        "maintenance_delete",
+        &[("maintenanceids", json!([id]).to_string())],
+    )
+    .await;
+    assert_no_schema_error(&printed);
+    let result = printed.result();
+    assert_eq!(
+        result["structuredContent"]["maintenanceids"],
+        json!([id]),
+        "{result}"
+    );
     guard.stop().await;
 }
