@@ -77,6 +77,11 @@ pub enum ApprovalError {
     BadState,
     #[error("the approval request state is for {sealed}, not {called}")]
     WrongTool { sealed: String, called: String },
+    #[error("the approval request state holds a {sealed} request, not {expected}")]
+    WrongMethod {
+        sealed: String,
+        expected: &'static str,
+    },
     #[error("the arguments changed since approval was asked; call again to get a new approval")]
     Changed,
     #[error("this approval was already used; call again to get a new approval")]
@@ -158,6 +163,28 @@ pub fn route(approval: Approval, context: &RequestContext<RoleServer>, can_form:
 
 pub fn sha256_hex(body: &[u8]) -> String {
     hex::encode(Sha256::digest(body))
+}
+
+/// The JSON-RPC `id` of a sealed body, after checking that the body is the one its digest
+/// names and calls `method`: the retry rebuilds the request with this id and sends it only
+/// if the rebuilt bytes have the sealed digest.
+pub fn sealed_request_id(sealed: &Sealed, method: Method) -> Result<u64, ApprovalError> {
+    #[derive(Deserialize)]
+    struct Head {
+        method: String,
+        id: u64,
+    }
+    if sha256_hex(sealed.body.as_bytes()) != sealed.sha256 {
+        return Err(ApprovalError::BadState);
+    }
+    let head: Head = serde_json::from_str(&sealed.body).map_err(|_| ApprovalError::BadState)?;
+    if head.method != method.as_str() {
+        return Err(ApprovalError::WrongMethod {
+            sealed: head.method,
+            expected: method.as_str(),
+        });
+    }
+    Ok(head.id)
 }
 
 /// The question a human sees: the tool, the exact payload and its digest.
@@ -271,5 +298,66 @@ impl Answer {
             Answer::Declined => "declined",
             Answer::Cancelled => "cancelled",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ApprovalError, Approver, Sealed, sealed_request_id, sha256_hex};
+    use crate::zabbix::Method;
+
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn sealed(body: &str) -> Sealed {
+        Sealed {
+            nonce: "n".into(),
+            tool: "problem_acknowledge".into(),
+            decision_id: "d".into(),
+            sha256: sha256_hex(body.as_bytes()),
+            body: body.into(),
+        }
+    }
+
+    /// Round trip through the codec with the key, as a forged state would have to be.
+    fn reopened(state: &Sealed) -> Sealed {
+        let approver = Approver::new(Some(KEY)).unwrap();
+        let text = approver.seal(state, "token-id").unwrap();
+        approver.open(&text, "token-id").unwrap()
+    }
+
+    #[test]
+    fn a_sealed_body_of_another_method_is_refused() {
+        let body = r#"{"jsonrpc":"2.0","method":"maintenance.delete","params":["7"],"id":3}"#;
+        let opened = reopened(&sealed(body));
+        match sealed_request_id(&opened, Method::EventAcknowledge) {
+            Err(ApprovalError::WrongMethod { sealed, expected }) => {
+                assert_eq!(
+                    (sealed.as_str(), expected),
+                    ("maintenance.delete", "event.acknowledge")
+                );
+            }
+            other => panic!("expected WrongMethod, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_request_id_comes_from_a_body_that_matches_its_digest() {
+        let body = r#"{"jsonrpc":"2.0","method":"event.acknowledge","params":{},"id":42}"#;
+        let opened = reopened(&sealed(body));
+        assert_eq!(
+            sealed_request_id(&opened, Method::EventAcknowledge).unwrap(),
+            42
+        );
+        let mut other = sealed(body);
+        other.sha256 = sha256_hex(b"something else");
+        assert!(matches!(
+            sealed_request_id(&reopened(&other), Method::EventAcknowledge),
+            Err(ApprovalError::BadState)
+        ));
+        let broken = sealed(r#"{"method":"event.acknowledge","id":"x"}"#);
+        assert!(matches!(
+            sealed_request_id(&reopened(&broken), Method::EventAcknowledge),
+            Err(ApprovalError::BadState)
+        ));
     }
 }

@@ -7,6 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod sealed;
 mod support;
 
 use common::Lab;
