@@ -8,10 +8,13 @@ mod file;
 mod merge;
 mod params;
 mod render;
+mod seal_key;
 mod values;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_seal_key;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -59,6 +62,15 @@ pub struct Config {
     pub decision_log: DecisionLogSink,
     pub session_mode: SessionMode,
     pub approval_seal_key: Option<Secret>,
+    /// `ApprovalSealKeyFile`, when the key came from a file.
+    pub approval_seal_key_file: Option<SealKeyFile>,
+}
+
+/// The file the approval seal key was read from, with its permission bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealKeyFile {
+    pub path: PathBuf,
+    pub mode: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +162,13 @@ impl Config {
     /// masked (for `-T`).
     pub fn render_effective(&self) -> String {
         render::render(self)
+    }
+}
+
+impl SealKeyFile {
+    /// Group or others may read the key: worth a warning at start.
+    pub fn readable_by_others(&self) -> bool {
+        self.mode & 0o044 != 0
     }
 }
 

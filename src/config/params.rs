@@ -31,6 +31,7 @@ pub enum Param {
     DecisionLog,
     SessionMode,
     ApprovalSealKey,
+    ApprovalSealKeyFile,
     Include,
 }
 
@@ -52,7 +53,7 @@ pub const ENV_PREFIX: &str = "ZABBIX_MCP_GUARD_";
 
 /// (parameter, name in the file, kebab-case flag without `--`, arity), in the order
 /// `-T` prints them.
-const TABLE: [(Param, &str, &str, Arity); 28] = [
+const TABLE: [(Param, &str, &str, Arity); 29] = [
     (
         Param::FrontendUrl,
         "FrontendURL",
@@ -158,6 +159,12 @@ const TABLE: [(Param, &str, &str, Arity); 28] = [
         Param::ApprovalSealKey,
         "ApprovalSealKey",
         "approval-seal-key",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalSealKeyFile,
+        "ApprovalSealKeyFile",
+        "approval-seal-key-file",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),
