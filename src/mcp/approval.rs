@@ -18,6 +18,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::display;
 use crate::policy::Approval;
 use crate::zabbix::{Method, Payload};
 
@@ -187,11 +188,14 @@ pub fn sealed_request_id(sealed: &Sealed, method: Method) -> Result<u64, Approva
     Ok(head.id)
 }
 
-/// The question a human sees: the tool, the exact payload and its digest.
+/// The question a human sees: the tool, the exact payload pretty-printed with its decisive
+/// fields first and every non-ASCII or invisible character escaped (agent text cannot
+/// reorder or hide what is shown), notes on text a person may not see whole, and the
+/// SHA-256 of the bytes sent (without the token).
 fn question(
     tool: &str,
     method: Method,
-    body: &str,
+    body: &[u8],
     sha256: &str,
 ) -> Result<ElicitRequestParams, ApprovalError> {
     let schema = ElicitationSchema::builder()
@@ -201,10 +205,17 @@ fn question(
         .description("Approve this Zabbix change?")
         .build()
         .map_err(|e| ApprovalError::Schema(e.to_string()))?;
+    let shown = display::pretty_payload(body).map_err(|e| ApprovalError::Schema(e.to_string()))?;
+    let notes: String = display::long_text_notes(body)
+        .iter()
+        .map(|note| format!("Note: {note}.\n\n"))
+        .collect();
     let message = format!(
-        "Approve {tool} ({method})?\n\nThis exact JSON-RPC payload will be sent to Zabbix \
-         with your API token (the token is added in transport and is not shown):\n\n{body}\n\n\
-         SHA-256: {sha256}"
+        "Approve {tool} ({method})?\n\nThis exact JSON-RPC request will be sent to Zabbix \
+         with your API token (the token is added in transport and is not shown). It is shown \
+         pretty-printed, method and IDs and times first, with every non-ASCII or invisible \
+         character written as \\uXXXX; the SHA-256 is of the compact bytes sent.\n\n\
+         {notes}{shown}\n\nSHA-256: {sha256}"
     );
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
@@ -239,8 +250,12 @@ pub async fn elicit(
     tool: &str,
     payload: &Payload,
 ) -> Result<Answer, ApprovalError> {
-    let body = String::from_utf8_lossy(&payload.body);
-    let params = question(tool, payload.method, &body, &sha256_hex(&payload.body))?;
+    let params = question(
+        tool,
+        payload.method,
+        &payload.body,
+        &sha256_hex(&payload.body),
+    )?;
     let result = context
         .peer
         .create_elicitation(params)
@@ -273,7 +288,7 @@ pub fn input_required(
         InputRequest::Elicitation(ElicitRequest::new(question(
             tool,
             payload.method,
-            &sealed.body,
+            &payload.body,
             &sha256,
         )?)),
     );
@@ -303,7 +318,9 @@ impl Answer {
 
 #[cfg(test)]
 mod tests {
-    use super::{ApprovalError, Approver, Sealed, sealed_request_id, sha256_hex};
+    use rmcp::model::ElicitRequestParams;
+
+    use super::{ApprovalError, Approver, Sealed, question, sealed_request_id, sha256_hex};
     use crate::zabbix::Method;
 
     const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
@@ -359,5 +376,33 @@ mod tests {
             sealed_request_id(&reopened(&broken), Method::EventAcknowledge),
             Err(ApprovalError::BadState)
         ));
+    }
+
+    #[test]
+    fn the_question_is_pretty_escaped_and_points_out_hidden_text() {
+        let name = "night \u{202E}eteled\u{202C} caf\u{e9}\u{200B}";
+        let description = format!("routine{}then more", " ".repeat(60_000));
+        let body = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0", "method": "maintenance.create",
+            "params": {"name": name, "description": description, "hostids": ["10084"],
+                       "active_since": 100, "active_till": 200},
+            "id": 7}))
+        .unwrap();
+        let ElicitRequestParams::FormElicitationParams { message, .. } = question(
+            "maintenance_create",
+            Method::MaintenanceCreate,
+            &body,
+            "abc",
+        )
+        .unwrap() else {
+            panic!("a form question");
+        };
+        assert!(message.is_ascii(), "{}", &message[..200]);
+        assert!(message.contains("night \\u202eeteled\\u202c caf\\u00e9\\u200b"));
+        let note = "Note: params.description is 60016 characters long and holds a run of \
+                    60000 whitespace characters at character 7: read it to its end.\n\n{\n  \
+                    \"method\": \"maintenance.create\",\n  \"params\": {\n    \"hostids\": [";
+        assert!(message.contains(note), "{}", &message[..600]);
+        assert!(message.ends_with("}\n\nSHA-256: abc"));
     }
 }
