@@ -14,6 +14,9 @@ pub enum DisplayError {
     NotObject,
 }
 
+/// Lists of `{hostid}` / `{groupid}` objects: what a maintenance touches, shown with the IDs.
+const DECISIVE_TARGETS: &[&str] = &["hosts", "groups"];
+
 /// Parameter keys shown first, in this order, after the ID lists: what a change touches and
 /// when.
 const DECISIVE_TIMES: &[&str] = &[
@@ -24,8 +27,8 @@ const DECISIVE_TIMES: &[&str] = &[
     "time_till",
 ];
 
-/// The body pretty-printed for a person: `method` first, then `params` with ID fields and
-/// times first, the rest after; every non-ASCII, control or invisible character escaped
+/// The body pretty-printed for a person: `method` first, then `params` with ID fields (and
+/// `hosts`/`groups` objects) and times first, the rest after; every non-ASCII, control or invisible character escaped
 /// as `\uXXXX`, so the text shown is valid JSON that means exactly what is sent and
 /// cannot be reordered or hidden by the characters in it.
 pub fn pretty_payload(body: &[u8]) -> Result<String, DisplayError> {
@@ -171,7 +174,9 @@ fn decisive_first(params: Value) -> Value {
     let mut ordered = Map::new();
     let ids: Vec<String> = params
         .keys()
-        .filter(|k| k.ends_with("ids") || k.ends_with("id"))
+        .filter(|k| {
+            k.ends_with("ids") || k.ends_with("id") || DECISIVE_TARGETS.contains(&k.as_str())
+        })
         .cloned()
         .collect();
     for key in ids
@@ -231,16 +236,19 @@ mod tests {
         assert!(shown.is_ascii(), "{shown}");
         assert!(shown.contains("\\u202e"), "{shown}");
         assert!(shown.contains("\\ud83d\\ude80"), "{shown}");
+        // Keys of the request and of params (nested ones are indented deeper).
         let keys: Vec<&str> = shown
             .lines()
+            .filter(|l| !l.starts_with("      "))
             .filter_map(|l| l.trim().strip_prefix('"'))
             .filter_map(|l| l.split_once("\":").map(|(key, _)| key))
             .collect();
         assert_eq!(
-            &keys[..6],
+            &keys[..7],
             [
                 "method",
                 "params",
+                "groups",
                 "hostids",
                 "active_since",
                 "active_till",
