@@ -1,5 +1,7 @@
-//! Write approval: a human sees the exact JSON-RPC payload and its SHA-256 and answers one
-//! required boolean `approve`; after a yes exactly that payload is sent.
+//! Write approval: a human sees the exact JSON-RPC payload (pretty-printed and escaped by
+//! `crate::display`) and its SHA-256 and answers one required boolean `approve`; after a
+//! yes exactly that payload is sent. A 2026-07-28 retry rebuilds the payload from its
+//! arguments and sends it only if it has the sealed digest.
 //!
 //! Which path: the policy's `approval` (`none`, `if_supported`, `required`) and what the
 //! client can do. Clients on 2025-06-18/2025-11-25 that declare form elicitation get an
@@ -66,7 +68,8 @@ pub struct Sealed {
     pub tool: String,
     pub decision_id: String,
     pub sha256: String,
-    /// The JSON-RPC body, without the token, as it will be sent.
+    /// The JSON-RPC body, without the token, as shown; the retry rebuilds it from its
+    /// arguments with this body's `id` and checks the digest (never sends this text).
     pub body: String,
 }
 
