@@ -175,9 +175,12 @@ pub struct ParamFlags {
     /// SessionMode: stateless or stateful [ZABBIX_MCP_GUARD_SESSION_MODE]
     #[arg(long, value_name = "MODE")]
     pub session_mode: Option<String>,
-    /// ApprovalSealKey: secret, 32 bytes or more; prefer the variable [ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY]
+    /// ApprovalSealKey: secret, 32+ random bytes as hex or base64; prefer ApprovalSealKeyFile or the variable [ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY]
     #[arg(long, value_name = "KEY")]
     pub approval_seal_key: Option<String>,
+    /// ApprovalSealKeyFile: file holding the key (hex or base64) [ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE]
+    #[arg(long, value_name = "FILE")]
+    pub approval_seal_key_file: Option<String>,
 }
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
@@ -279,6 +282,7 @@ impl ParamFlags {
             Param::DecisionLogFileSize => one(&self.decision_log_file_size),
             Param::SessionMode => one(&self.session_mode),
             Param::ApprovalSealKey => one(&self.approval_seal_key),
+            Param::ApprovalSealKeyFile => one(&self.approval_seal_key_file),
             Param::Include => Vec::new(),
         }
     }

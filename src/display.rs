@@ -14,6 +14,9 @@ pub enum DisplayError {
     NotObject,
 }
 
+/// Lists of `{hostid}` / `{groupid}` objects: what a maintenance touches, shown with the IDs.
+const DECISIVE_TARGETS: &[&str] = &["hosts", "groups"];
+
 /// Parameter keys shown first, in this order, after the ID lists: what a change touches and
 /// when.
 const DECISIVE_TIMES: &[&str] = &[
@@ -24,8 +27,8 @@ const DECISIVE_TIMES: &[&str] = &[
     "time_till",
 ];
 
-/// The body pretty-printed for a person: `method` first, then `params` with ID fields and
-/// times first, the rest after; every non-ASCII, control or invisible character escaped
+/// The body pretty-printed for a person: `method` first, then `params` with ID fields (and
+/// `hosts`/`groups` objects) and times first, the rest after; every non-ASCII, control or invisible character escaped
 /// as `\uXXXX`, so the text shown is valid JSON that means exactly what is sent and
 /// cannot be reordered or hidden by the characters in it.
 pub fn pretty_payload(body: &[u8]) -> Result<String, DisplayError> {
@@ -92,6 +95,77 @@ fn is_hidden_format(c: char) -> bool {
     )
 }
 
+/// A string this long is pointed out: its end may be far from its start on screen.
+const LONG_TEXT_CHARS: usize = 1000;
+/// A whitespace run this long is pointed out: it can push the rest of a value out of sight.
+const WHITESPACE_RUN_CHARS: usize = 16;
+
+/// Warnings about strings in the body whose text a person may not see whole: very long
+/// values and long runs of whitespace (which pretty-printing cannot escape and which can
+/// push the rest of a value off screen), each named by its JSON path. Empty for a body
+/// that is not JSON (pretty_payload reports that).
+pub fn long_text_notes(body: &[u8]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Ok(value) = serde_json::from_slice::<Value>(body) {
+        collect_notes(&value, "", &mut notes);
+    }
+    notes
+}
+
+fn collect_notes(value: &Value, path: &str, notes: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let path = if path.is_empty() {
+                    escape_text(key)
+                } else {
+                    format!("{path}.{}", escape_text(key))
+                };
+                collect_notes(value, &path, notes);
+            }
+        }
+        Value::Array(list) => {
+            for (i, value) in list.iter().enumerate() {
+                collect_notes(value, &format!("{path}[{i}]"), notes);
+            }
+        }
+        Value::String(text) => {
+            let (run, at) = longest_whitespace_run(text);
+            let chars = text.chars().count();
+            if run >= WHITESPACE_RUN_CHARS {
+                notes.push(format!(
+                    "{path} is {chars} characters long and holds a run of {run} whitespace \
+                     characters at character {at}: read it to its end"
+                ));
+            } else if chars > LONG_TEXT_CHARS {
+                notes.push(format!(
+                    "{path} is {chars} characters long: read it to its end"
+                ));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The length and start (character index) of the longest run of whitespace.
+fn longest_whitespace_run(text: &str) -> (usize, usize) {
+    let (mut best, mut best_at, mut run, mut run_at) = (0, 0, 0, 0);
+    for (i, c) in text.chars().enumerate() {
+        if c.is_whitespace() {
+            if run == 0 {
+                run_at = i;
+            }
+            run += 1;
+            if run > best {
+                (best, best_at) = (run, run_at);
+            }
+        } else {
+            run = 0;
+        }
+    }
+    (best, best_at)
+}
+
 /// `params` with ID fields first, then times, then everything else in its order.
 fn decisive_first(params: Value) -> Value {
     let Value::Object(mut params) = params else {
@@ -100,7 +174,9 @@ fn decisive_first(params: Value) -> Value {
     let mut ordered = Map::new();
     let ids: Vec<String> = params
         .keys()
-        .filter(|k| k.ends_with("ids") || k.ends_with("id"))
+        .filter(|k| {
+            k.ends_with("ids") || k.ends_with("id") || DECISIVE_TARGETS.contains(&k.as_str())
+        })
         .cloned()
         .collect();
     for key in ids
@@ -138,7 +214,7 @@ fn escape_json_text(text: &str) -> String {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{escape_text, hidden_format_char, pretty_payload};
+    use super::{escape_text, hidden_format_char, long_text_notes, pretty_payload};
 
     #[test]
     fn decisive_fields_come_first_and_everything_hidden_is_escaped() {
@@ -160,16 +236,19 @@ mod tests {
         assert!(shown.is_ascii(), "{shown}");
         assert!(shown.contains("\\u202e"), "{shown}");
         assert!(shown.contains("\\ud83d\\ude80"), "{shown}");
+        // Keys of the request and of params (nested ones are indented deeper).
         let keys: Vec<&str> = shown
             .lines()
+            .filter(|l| !l.starts_with("      "))
             .filter_map(|l| l.trim().strip_prefix('"'))
             .filter_map(|l| l.split_once("\":").map(|(key, _)| key))
             .collect();
         assert_eq!(
-            &keys[..6],
+            &keys[..7],
             [
                 "method",
                 "params",
+                "groups",
                 "hostids",
                 "active_since",
                 "active_till",
@@ -187,6 +266,24 @@ mod tests {
         assert_eq!(hidden_format_char("ab\u{2067}c"), Some((2, '\u{2067}')));
         assert_eq!(hidden_format_char("\u{feff}x"), Some((0, '\u{feff}')));
         assert_eq!(hidden_format_char("tag\u{E0041}"), Some((3, '\u{E0041}')));
+    }
+
+    #[test]
+    fn long_text_and_whitespace_runs_are_pointed_out() {
+        let hidden = format!("routine{}and delete everything", " ".repeat(60_000));
+        let body = json!({"method": "maintenance.create", "params": {
+            "name": "short", "description": hidden, "tags": [{"tag": "x".repeat(1001)}],
+            "timeperiods": [{"period": 3600}]}});
+        let notes = long_text_notes(&serde_json::to_vec(&body).unwrap());
+        assert_eq!(
+            notes,
+            [
+                "params.description is 60028 characters long and holds a run of 60000 \
+                 whitespace characters at character 7: read it to its end",
+                "params.tags[0].tag is 1001 characters long: read it to its end",
+            ]
+        );
+        assert!(long_text_notes(br#"{"params":{"name":"a    b"}}"#).is_empty());
     }
 
     #[test]

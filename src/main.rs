@@ -68,6 +68,14 @@ fn serve(config: Config) -> anyhow::Result<()> {
         if config.ignore_url_cert_errors {
             tracing::warn!("IgnoreURLCertErrors=true: the Zabbix API certificate is not verified");
         }
+        if let Some(file) = config
+            .approval_seal_key_file
+            .as_ref()
+            .filter(|f| f.readable_by_others())
+        {
+            tracing::warn!(path = %file.path.display(), mode = format!("{:o}", file.mode),
+                "ApprovalSealKeyFile is readable by group or others; chmod 600 it");
+        }
         let app = App::new(config).context("cannot set up the sidecar")?;
         match app.zabbix.version().await {
             Ok(version) => tracing::info!(

@@ -8,6 +8,7 @@ use crate::catalog::{
     ArgDef, ArgRule, ArgType, DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
     DEFAULT_LIMIT, MAX_LIMIT, Mapping, ToolDef, rules, structured, time,
 };
+use crate::display;
 use crate::zabbix::ZabbixVersion;
 
 /// Validated, normalized arguments: what the policy sees and what builds the request.
@@ -81,7 +82,9 @@ pub fn validate(
         // LLM clients often send null for "not given": treat it as absent.
         match raw.get(def.name).filter(|v| !v.is_null()) {
             Some(value) => {
-                out.insert(def.name.to_owned(), check(def, value, version)?);
+                let value = check(def, value, version)?;
+                refuse_hidden_format(def.name, &value)?;
+                out.insert(def.name.to_owned(), value);
             }
             None if def.required => {
                 return Err(err(format!("{} is required", def.name)));
@@ -222,6 +225,39 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
         },
         ArgType::Timeperiods => structured::timeperiods(name, value),
         ArgType::Tags { allow_empty } => structured::tags(name, value, *allow_empty),
+    }
+}
+
+/// Bidirectional controls and invisible format characters make text display differently
+/// from what it is (to the person approving a write, or reading Zabbix later): refused in
+/// every string an argument holds, naming where.
+fn refuse_hidden_format(name: &str, value: &Value) -> Result<(), ArgError> {
+    match hidden_in(value) {
+        Some((path, at, c)) => Err(err(format!(
+            "{name}{path} contains U+{:04X} at character {at} (counting from 0): bidirectional \
+             and invisible format characters are not accepted, as they make text display \
+             differently from what it is",
+            u32::from(c)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The first hidden format character in a value: its path below the argument, its
+/// character index and the character.
+fn hidden_in(value: &Value) -> Option<(String, usize, char)> {
+    match value {
+        Value::String(text) => {
+            display::hidden_format_char(text).map(|(at, c)| (String::new(), at, c))
+        }
+        Value::Array(list) => list
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| hidden_in(v).map(|(path, at, c)| (format!("[{i}]{path}"), at, c))),
+        Value::Object(map) => map.iter().find_map(|(key, v)| {
+            hidden_in(v).map(|(path, at, c)| (format!(".{key}{path}"), at, c))
+        }),
+        _ => None,
     }
 }
 

@@ -16,6 +16,8 @@ mod structured;
 pub mod time;
 
 #[cfg(test)]
+mod tests_hidden_text;
+#[cfg(test)]
 mod tests_structured;
 #[cfg(test)]
 mod tests_validation;

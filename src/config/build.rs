@@ -10,8 +10,9 @@ use super::error::ConfigError;
 use super::file::Entry;
 use super::merge::Resolved;
 use super::params::Param;
+use super::seal_key;
 use super::values;
-use super::{Config, DecisionLogSink, LogType, PolicyMode, Secret, SessionMode, TlsAccept};
+use super::{Config, DecisionLogSink, LogType, PolicyMode, SessionMode, TlsAccept};
 
 pub const DEFAULT_LISTEN_PORT: u16 = 8443;
 pub const LISTEN_PORT_RANGE: (u64, u64) = (1024, 32767);
@@ -26,8 +27,6 @@ pub const LOG_FILE_SIZE_RANGE: (u64, u64) = (0, 1024);
 pub const DEFAULT_DECISION_LOG_FILE_SIZE_MB: u32 = 0;
 pub const DEFAULT_DEBUG_LEVEL: u8 = 3;
 pub const DEBUG_LEVEL_RANGE: (u64, u64) = (0, 5);
-/// An approval seal key shorter than this is too weak for HMAC-SHA256.
-pub const MIN_SEAL_KEY_BYTES: usize = 32;
 
 const TLS_ACCEPT: [(&str, TlsAccept); 2] = [
     ("unencrypted", TlsAccept::Unencrypted),
@@ -55,6 +54,7 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
     let allowed = r
         .get(Param::AllowedIp)
         .ok_or_else(|| ConfigError::missing(Param::AllowedIp))?;
+    let (approval_seal_key, approval_seal_key_file) = seal_key::load(r)?;
     let config = Config {
         frontend_url: values::frontend_url(&frontend.at(), &frontend.value)?,
         allowed_ip: values::allowed_ip(&allowed.at(), &allowed.value)?,
@@ -113,7 +113,8 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
             }),
         session_mode: keyword(r, Param::SessionMode, &SESSION_MODE)?
             .unwrap_or(SessionMode::Stateless),
-        approval_seal_key: seal_key(r)?,
+        approval_seal_key,
+        approval_seal_key_file,
     };
     check_cross_rules(r, &config)?;
     Ok(config)
@@ -211,23 +212,6 @@ fn decision_log(r: &Resolved) -> Result<DecisionLogSink, ConfigError> {
         )),
         Some(e) => Ok(DecisionLogSink::File(PathBuf::from(&e.value))),
     }
-}
-
-fn seal_key(r: &Resolved) -> Result<Option<Secret>, ConfigError> {
-    let Some(e) = r
-        .get(Param::ApprovalSealKey)
-        .filter(|e| !e.value.is_empty())
-    else {
-        return Ok(None);
-    };
-    if e.value.len() < MIN_SEAL_KEY_BYTES {
-        return Err(ConfigError::bad_value(
-            &e.at(),
-            &e.value,
-            format!("the key must be at least {MIN_SEAL_KEY_BYTES} bytes long"),
-        ));
-    }
-    Ok(Some(Secret::new(e.value.as_bytes().to_vec())))
 }
 
 fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {

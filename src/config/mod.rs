@@ -9,12 +9,15 @@ mod image;
 mod merge;
 mod params;
 mod render;
+mod seal_key;
 mod values;
 
 #[cfg(test)]
 mod image_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_seal_key;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -67,6 +70,15 @@ pub struct Config {
     pub decision_log_file_size_mb: u32,
     pub session_mode: SessionMode,
     pub approval_seal_key: Option<Secret>,
+    /// `ApprovalSealKeyFile`, when the key came from a file.
+    pub approval_seal_key_file: Option<SealKeyFile>,
+}
+
+/// The file the approval seal key was read from, with its permission bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealKeyFile {
+    pub path: PathBuf,
+    pub mode: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +185,13 @@ impl Config {
     /// masked (for `-T`).
     pub fn render_effective(&self) -> String {
         render::render(self)
+    }
+}
+
+impl SealKeyFile {
+    /// Group or others may read the key: worth a warning at start.
+    pub fn readable_by_others(&self) -> bool {
+        self.mode & 0o044 != 0
     }
 }
 

@@ -32,6 +32,7 @@ pub enum Param {
     DecisionLogFileSize,
     SessionMode,
     ApprovalSealKey,
+    ApprovalSealKeyFile,
     Include,
 }
 
@@ -53,7 +54,7 @@ pub const ENV_PREFIX: &str = "ZABBIX_MCP_GUARD_";
 
 /// (parameter, name in the file, kebab-case flag without `--`, arity), in the order
 /// `-T` prints them.
-const TABLE: [(Param, &str, &str, Arity); 29] = [
+const TABLE: &[(Param, &str, &str, Arity)] = &[
     (
         Param::FrontendUrl,
         "FrontendURL",
@@ -165,6 +166,12 @@ const TABLE: [(Param, &str, &str, Arity); 29] = [
         Param::ApprovalSealKey,
         "ApprovalSealKey",
         "approval-seal-key",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalSealKeyFile,
+        "ApprovalSealKeyFile",
+        "approval-seal-key-file",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),

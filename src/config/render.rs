@@ -63,6 +63,11 @@ fn value(config: &Config, param: Param) -> String {
             .as_ref()
             .map(ToString::to_string)
             .unwrap_or_default(),
+        Param::ApprovalSealKeyFile => config
+            .approval_seal_key_file
+            .as_ref()
+            .map(|f| f.path.display().to_string())
+            .unwrap_or_default(),
         Param::AllowTool
         | Param::DenyTool
         | Param::AllowToolRegexp

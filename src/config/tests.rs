@@ -13,7 +13,7 @@ use super::{
 };
 use crate::exposure::Exposure;
 
-const KEY: &str = "0123456789abcdef0123456789abcdef-secret";
+const KEY: &str = "5a1f930c7e44d2813ba60fe92578c4119d6237fa08be53c16a2e947de01548b3";
 
 /// A directory under the system temp dir, removed on drop.
 struct TempDir(PathBuf);
@@ -155,7 +155,7 @@ fn every_parameter_from_a_file() {
     assert_eq!(c.session_mode, SessionMode::Stateful);
     assert_eq!(
         c.approval_seal_key.as_ref().map(|k| k.expose().to_vec()),
-        Some(KEY.as_bytes().to_vec())
+        Some(hex::decode(KEY).unwrap())
     );
 }
 
@@ -254,7 +254,7 @@ fn errors_name_file_line_and_parameter() {
         (format!("{BASE}LogType=file\n"), format!("{p}:3: LogType: LogFile is required when LogType=file")),
         (format!("{BASE}TLSCAFile=/no/such/ca.pem\n"), format!("{p}:3: TLSCAFile: invalid value \"/no/such/ca.pem\": no such file")),
         (format!("{BASE}ToolPrefix=a b\n"), format!("{p}:3: ToolPrefix: invalid value \"a b\"")),
-        (format!("{BASE}ApprovalSealKey=short\n"), format!("{p}:3: ApprovalSealKey: invalid value \"***\": the key must be at least 32 bytes long")),
+        (format!("{BASE}ApprovalSealKey=short\n"), format!("{p}:3: ApprovalSealKey: invalid value \"***\": expected at least 32 random bytes written as hex")),
         (format!("{BASE}frontendurl=x\n"), format!("{p}:3: unknown parameter frontendurl")),
     ];
     for (text, expected) in cases {

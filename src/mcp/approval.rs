@@ -1,5 +1,7 @@
-//! Write approval: a human sees the exact JSON-RPC payload and its SHA-256 and answers one
-//! required boolean `approve`; after a yes exactly that payload is sent.
+//! Write approval: a human sees the exact JSON-RPC payload (pretty-printed and escaped by
+//! `crate::display`) and its SHA-256 and answers one required boolean `approve`; after a
+//! yes exactly that payload is sent. A 2026-07-28 retry rebuilds the payload from its
+//! arguments and sends it only if it has the sealed digest.
 //!
 //! Which path: the policy's `approval` (`none`, `if_supported`, `required`) and what the
 //! client can do. Clients on 2025-06-18/2025-11-25 that declare form elicitation get an
@@ -18,6 +20,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::display;
 use crate::policy::Approval;
 use crate::zabbix::{Method, Payload};
 
@@ -65,7 +68,8 @@ pub struct Sealed {
     pub tool: String,
     pub decision_id: String,
     pub sha256: String,
-    /// The JSON-RPC body, without the token, as it will be sent.
+    /// The JSON-RPC body, without the token, as shown; the retry rebuilds it from its
+    /// arguments with this body's `id` and checks the digest (never sends this text).
     pub body: String,
 }
 
@@ -77,6 +81,11 @@ pub enum ApprovalError {
     BadState,
     #[error("the approval request state is for {sealed}, not {called}")]
     WrongTool { sealed: String, called: String },
+    #[error("the approval request state holds a {sealed} request, not {expected}")]
+    WrongMethod {
+        sealed: String,
+        expected: &'static str,
+    },
     #[error("the arguments changed since approval was asked; call again to get a new approval")]
     Changed,
     #[error("this approval was already used; call again to get a new approval")]
@@ -160,11 +169,36 @@ pub fn sha256_hex(body: &[u8]) -> String {
     hex::encode(Sha256::digest(body))
 }
 
-/// The question a human sees: the tool, the exact payload and its digest.
+/// The JSON-RPC `id` of a sealed body, after checking that the body is the one its digest
+/// names and calls `method`: the retry rebuilds the request with this id and sends it only
+/// if the rebuilt bytes have the sealed digest.
+pub fn sealed_request_id(sealed: &Sealed, method: Method) -> Result<u64, ApprovalError> {
+    #[derive(Deserialize)]
+    struct Head {
+        method: String,
+        id: u64,
+    }
+    if sha256_hex(sealed.body.as_bytes()) != sealed.sha256 {
+        return Err(ApprovalError::BadState);
+    }
+    let head: Head = serde_json::from_str(&sealed.body).map_err(|_| ApprovalError::BadState)?;
+    if head.method != method.as_str() {
+        return Err(ApprovalError::WrongMethod {
+            sealed: head.method,
+            expected: method.as_str(),
+        });
+    }
+    Ok(head.id)
+}
+
+/// The question a human sees: the tool, the exact payload pretty-printed with its decisive
+/// fields first and every non-ASCII or invisible character escaped (agent text cannot
+/// reorder or hide what is shown), notes on text a person may not see whole, and the
+/// SHA-256 of the bytes sent (without the token).
 fn question(
     tool: &str,
     method: Method,
-    body: &str,
+    body: &[u8],
     sha256: &str,
 ) -> Result<ElicitRequestParams, ApprovalError> {
     let schema = ElicitationSchema::builder()
@@ -174,10 +208,17 @@ fn question(
         .description("Approve this Zabbix change?")
         .build()
         .map_err(|e| ApprovalError::Schema(e.to_string()))?;
+    let shown = display::pretty_payload(body).map_err(|e| ApprovalError::Schema(e.to_string()))?;
+    let notes: String = display::long_text_notes(body)
+        .iter()
+        .map(|note| format!("Note: {note}.\n\n"))
+        .collect();
     let message = format!(
-        "Approve {tool} ({method})?\n\nThis exact JSON-RPC payload will be sent to Zabbix \
-         with your API token (the token is added in transport and is not shown):\n\n{body}\n\n\
-         SHA-256: {sha256}"
+        "Approve {tool} ({method})?\n\nThis exact JSON-RPC request will be sent to Zabbix \
+         with your API token (the token is added in transport and is not shown). It is shown \
+         pretty-printed, method and IDs and times first, with every non-ASCII or invisible \
+         character written as \\uXXXX; the SHA-256 is of the compact bytes sent.\n\n\
+         {notes}{shown}\n\nSHA-256: {sha256}"
     );
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
@@ -212,8 +253,12 @@ pub async fn elicit(
     tool: &str,
     payload: &Payload,
 ) -> Result<Answer, ApprovalError> {
-    let body = String::from_utf8_lossy(&payload.body);
-    let params = question(tool, payload.method, &body, &sha256_hex(&payload.body))?;
+    let params = question(
+        tool,
+        payload.method,
+        &payload.body,
+        &sha256_hex(&payload.body),
+    )?;
     let result = context
         .peer
         .create_elicitation(params)
@@ -246,7 +291,7 @@ pub fn input_required(
         InputRequest::Elicitation(ElicitRequest::new(question(
             tool,
             payload.method,
-            &sealed.body,
+            &payload.body,
             &sha256,
         )?)),
     );
@@ -271,5 +316,96 @@ impl Answer {
             Answer::Declined => "declined",
             Answer::Cancelled => "cancelled",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ElicitRequestParams;
+
+    use super::{ApprovalError, Approver, Sealed, question, sealed_request_id, sha256_hex};
+    use crate::zabbix::Method;
+
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn sealed(body: &str) -> Sealed {
+        Sealed {
+            nonce: "n".into(),
+            tool: "problem_acknowledge".into(),
+            decision_id: "d".into(),
+            sha256: sha256_hex(body.as_bytes()),
+            body: body.into(),
+        }
+    }
+
+    /// Round trip through the codec with the key, as a forged state would have to be.
+    fn reopened(state: &Sealed) -> Sealed {
+        let approver = Approver::new(Some(KEY)).unwrap();
+        let text = approver.seal(state, "token-id").unwrap();
+        approver.open(&text, "token-id").unwrap()
+    }
+
+    #[test]
+    fn a_sealed_body_of_another_method_is_refused() {
+        let body = r#"{"jsonrpc":"2.0","method":"maintenance.delete","params":["7"],"id":3}"#;
+        let opened = reopened(&sealed(body));
+        match sealed_request_id(&opened, Method::EventAcknowledge) {
+            Err(ApprovalError::WrongMethod { sealed, expected }) => {
+                assert_eq!(
+                    (sealed.as_str(), expected),
+                    ("maintenance.delete", "event.acknowledge")
+                );
+            }
+            other => panic!("expected WrongMethod, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_request_id_comes_from_a_body_that_matches_its_digest() {
+        let body = r#"{"jsonrpc":"2.0","method":"event.acknowledge","params":{},"id":42}"#;
+        let opened = reopened(&sealed(body));
+        assert_eq!(
+            sealed_request_id(&opened, Method::EventAcknowledge).unwrap(),
+            42
+        );
+        let mut other = sealed(body);
+        other.sha256 = sha256_hex(b"something else");
+        assert!(matches!(
+            sealed_request_id(&reopened(&other), Method::EventAcknowledge),
+            Err(ApprovalError::BadState)
+        ));
+        let broken = sealed(r#"{"method":"event.acknowledge","id":"x"}"#);
+        assert!(matches!(
+            sealed_request_id(&reopened(&broken), Method::EventAcknowledge),
+            Err(ApprovalError::BadState)
+        ));
+    }
+
+    #[test]
+    fn the_question_is_pretty_escaped_and_points_out_hidden_text() {
+        let name = "night \u{202E}eteled\u{202C} caf\u{e9}\u{200B}";
+        let description = format!("routine{}then more", " ".repeat(60_000));
+        let body = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0", "method": "maintenance.create",
+            "params": {"name": name, "description": description, "hostids": ["10084"],
+                       "active_since": 100, "active_till": 200},
+            "id": 7}))
+        .unwrap();
+        let ElicitRequestParams::FormElicitationParams { message, .. } = question(
+            "maintenance_create",
+            Method::MaintenanceCreate,
+            &body,
+            "abc",
+        )
+        .unwrap() else {
+            panic!("a form question");
+        };
+        assert!(message.is_ascii(), "{}", &message[..200]);
+        assert!(message.contains("night \\u202eeteled\\u202c caf\\u00e9\\u200b"));
+        let note = "Note: params.description is 60016 characters long and holds a run of \
+                    60000 whitespace characters at character 7: read it to its end.\n\n{\n  \
+                    \"method\": \"maintenance.create\",\n  \"params\": {\n    \"hostids\": [";
+        assert!(message.contains(note), "{}", &message[..600]);
+        assert!(message.ends_with("}\n\nSHA-256: abc"));
     }
 }

@@ -72,6 +72,7 @@ impl ToolError {
             ToolError::Approval(a) => match a {
                 ApprovalError::BadState
                 | ApprovalError::WrongTool { .. }
+                | ApprovalError::WrongMethod { .. }
                 | ApprovalError::Changed
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",

@@ -1,7 +1,6 @@
 //! The write-tool call path: build the payload once, get the approval the policy asks for,
 //! send exactly that payload once (never retried), and return Zabbix's result as is.
 
-use bytes::Bytes;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -101,8 +100,10 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
     }
 }
 
-/// The retry of a 2026-07-28 round trip: the sealed payload is sent exactly, if the human
-/// said yes, the state is intact and for this caller, and the arguments are unchanged.
+/// The retry of a 2026-07-28 round trip: the request is rebuilt from the retried
+/// arguments with the sealed request id and sent only if its bytes have the sealed digest
+/// (what the human was shown), the human said yes, and the state is intact, for this
+/// caller, this tool and this tool's method. The rebuilt bytes are sent, not the stored ones.
 async fn redeem(
     app: &App,
     call: &WriteCall<'_>,
@@ -117,10 +118,10 @@ async fn redeem(
         }
         .into());
     }
-    let sealed_params = serde_json::from_str::<Value>(&sealed.body)
-        .ok()
-        .and_then(|mut body| body.get_mut("params").map(Value::take));
-    if sealed_params.as_ref() != Some(params) {
+    let id = approval::sealed_request_id(&sealed, call.def.method)?;
+    // The body without the token (6.0 gets `auth` spliced in transport), as shown.
+    let payload = app.zabbix.payload_with_id(call.def.method, params, id)?;
+    if approval::sha256_hex(&payload.body) != sealed.sha256 {
         return Err(ApprovalError::Changed.into());
     }
     let answer = approval::answer_from_responses(call.request.input_responses.as_ref());
@@ -135,10 +136,6 @@ async fn redeem(
     }
     // One human yes sends once: a replayed (or resent) state is refused from here on.
     app.approver.redeem(&sealed).await?;
-    let payload = Payload {
-        method: call.def.method,
-        body: Bytes::from(sealed.body),
-    };
     send(app, call, &payload).await
 }
 

@@ -162,11 +162,22 @@ impl ZabbixClient {
 
     /// Serializes a request once; the same bytes are shown for approval and sent.
     pub fn payload(&self, method: Method, params: &Value) -> Result<Payload, ZabbixError> {
+        self.payload_with_id(method, params, self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The same serialization with a given request `id`: rebuilds an approved body
+    /// byte for byte from its arguments.
+    pub fn payload_with_id(
+        &self,
+        method: Method,
+        params: &Value,
+        id: u64,
+    ) -> Result<Payload, ZabbixError> {
         let request = RpcRequest {
             jsonrpc: "2.0",
             method: method.as_str(),
             params,
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            id,
             auth: None,
         };
         let body = serde_json::to_vec(&request)

@@ -7,6 +7,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod question;
+mod sealed;
 mod support;
 
 use common::Lab;
@@ -234,7 +236,10 @@ async fn input_required_round_trip_across_replicas() {
     let _turn = LAB.lock().await;
     let lab = common::lab(7);
     let (proxy, recorder) = recorder::start(&lab.url).await;
-    let key = b"a shared approval seal key of 32+ bytes, for tests".as_slice();
+    // Keys as ApprovalSealKey decodes them: 32 random bytes each (`openssl rand -hex 32`).
+    let key =
+        hex::decode("0f5c2a8e91d34b7a6e0c58f2a1b9d4e73c6a05f8e2d19b4c7a3e6f0d5b8c2a91").unwrap();
+    let key = key.as_slice();
     let a = sidecar(&proxy, "required", SessionMode::Stateless, Some(key)).await;
     let reader = common::client(&a.guard, &lab.token).await;
     let modern = ProtocolVersion::V_2026_07_28;
@@ -278,7 +283,9 @@ async fn input_required_round_trip_across_replicas() {
     // Asked by replica A, finished by replica B (same key); a replica with another key
     // cannot open the state.
     let b = sidecar(&proxy, "required", SessionMode::Stateless, Some(key)).await;
-    let other_key = b"another approval seal key, also 32 bytes or more".as_slice();
+    let other_key =
+        hex::decode("b71e04c9d28a5f3e60c1a7d94e2b8f05a3c6d91e7b240f8a5c3e9d16f0a7b42c").unwrap();
+    let other_key = other_key.as_slice();
     let c = sidecar(&proxy, "required", SessionMode::Stateless, Some(other_key)).await;
     let silent = Human::new(Reply::Approve, true, modern.clone());
     let on_a = connect(&a.guard, &lab.token, &silent).await;

@@ -23,6 +23,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use zabbix_mcp_guard::config::{DecisionLogSink, Secret, SessionMode};
+use zabbix_mcp_guard::display::pretty_payload;
 
 /// The tests share one lab trigger; they take turns.
 pub static LAB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -360,15 +361,34 @@ pub fn without_auth(lab: &Lab, sent: &str) -> String {
     format!("{body}}}")
 }
 
-/// The human saw exactly `body` (what reached Zabbix, token aside) and its SHA-256, and
-/// was asked one required boolean `approve`.
+/// The JSON block of an approval question: from the first line that is `{` to the
+/// blank line before the SHA-256.
+pub fn shown_block(message: &str) -> &str {
+    let start = message
+        .find("\n\n{\n")
+        .expect("a JSON block in the question")
+        + 2;
+    let end = message.rfind("\n\nSHA-256: ").expect("the SHA-256 line");
+    &message[start..end]
+}
+
+/// The human saw exactly `body` (what reached Zabbix, token aside), pretty-printed and
+/// escaped, and its SHA-256, and was asked one required boolean `approve`.
 pub fn saw_exactly(asked: &Asked, body: &str, lab: &Lab) {
     let text = &asked.message;
-    assert!(
-        text.contains(&format!("\n\n{body}\n\n")),
-        "the message does not show the exact body sent ({} bytes)",
-        body.len()
+    assert!(text.is_ascii(), "the question holds non-ASCII text");
+    let shown = shown_block(text);
+    assert_eq!(
+        shown,
+        pretty_payload(body.as_bytes()).unwrap(),
+        "the question does not show the body sent, pretty-printed"
     );
+    // What is shown means exactly what was sent, method first.
+    assert_eq!(
+        serde_json::from_str::<Value>(shown).unwrap(),
+        serde_json::from_str::<Value>(body).unwrap()
+    );
+    assert!(shown.starts_with("{\n  \"method\": "), "{shown}");
     assert!(
         text.contains(&format!("SHA-256: {}", sha256(body))),
         "the message does not show the body's SHA-256"
