@@ -178,7 +178,9 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
 }
 
 fn failed(error: ToolError, decision_id: Option<&str>) -> CallToolResult {
-    tracing::info!(error.code = error.code(), error = %error, "tool call failed");
+    // Zabbix messages echo agent text: escaped, so no line can be forged in a text log.
+    let message = crate::display::escape_text(&error.to_string());
+    tracing::info!(error.code = error.code(), error = %message, "tool call failed");
     error.into_result(decision_id)
 }
 

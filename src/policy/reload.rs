@@ -12,7 +12,7 @@ use tokio::time::MissedTickBehavior;
 
 use super::PolicyError;
 use super::compile::PolicySet;
-use super::decision::Verdict;
+use super::decision::{Approval, Verdict};
 use super::engine::PolicyEngine;
 use super::input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ToolInfo, ToolKind, ZabbixInfo,
@@ -198,18 +198,31 @@ const fn phase_name(phase: Phase) -> &'static str {
 }
 
 fn sample_inputs() -> [PolicyInput; 2] {
-    let tool = |name: &str, kind, method: &str| ToolInfo {
-        name: name.into(),
-        exposed_name: name.into(),
-        kind,
-        method: method.into(),
-        destructive: false,
-        idempotent: true,
-    };
-    let sample = |phase, tool| PolicyInput {
+    [
+        sample_input(Phase::Call, "host_get", ToolKind::Read, "host.get"),
+        sample_input(
+            Phase::List,
+            "problem_acknowledge",
+            ToolKind::Write,
+            "event.acknowledge",
+        ),
+    ]
+}
+
+/// A plain input for `name` from an anonymous caller, as the smoke test and the start
+/// checks evaluate it.
+fn sample_input(phase: Phase, name: &str, kind: ToolKind, method: &str) -> PolicyInput {
+    PolicyInput {
         version: INPUT_VERSION,
         phase,
-        tool,
+        tool: ToolInfo {
+            name: name.into(),
+            exposed_name: name.into(),
+            kind,
+            method: method.into(),
+            destructive: false,
+            idempotent: true,
+        },
         arguments: serde_json::Map::new(),
         caller: CallerInfo {
             userid: "0".into(),
@@ -231,14 +244,22 @@ fn sample_inputs() -> [PolicyInput; 2] {
         },
         now: super::input::unix_now(),
         resource: None,
-    };
-    [
-        sample(Phase::Call, tool("host_get", ToolKind::Read, "host.get")),
-        sample(
-            Phase::List,
-            tool("problem_acknowledge", ToolKind::Write, "event.acknowledge"),
-        ),
-    ]
+    }
+}
+
+impl PolicyEngine {
+    /// The approval the running policy asks for a plain write call (`problem_acknowledge`
+    /// from an anonymous caller); `None` when it denies it or no set is loaded.
+    pub fn sample_write_approval(&self) -> Option<Approval> {
+        let input = sample_input(
+            Phase::Call,
+            "problem_acknowledge",
+            ToolKind::Write,
+            "event.acknowledge",
+        );
+        let decision = self.decide(&input);
+        (decision.allow && !decision.dry_run_would_deny).then_some(decision.approval)
+    }
 }
 
 #[cfg(test)]

@@ -118,7 +118,8 @@ fn refused(error: &GuardError) -> Response<Body> {
             "Bearer realm=\"zabbix-mcp-guard\", error=\"invalid_token\"".to_owned(),
         ),
         GuardError::ForbiddenHost(_) => {
-            tracing::warn!(reason = %error, "request refused: possible DNS rebinding");
+            let reason = crate::display::escape_text(&error.to_string());
+            tracing::warn!(%reason, "request refused: possible DNS rebinding");
             return json_response(
                 StatusCode::FORBIDDEN,
                 &json!({"error": "forbidden", "message": error.to_string()}),
@@ -131,7 +132,8 @@ fn refused(error: &GuardError) -> Response<Body> {
             );
         }
     };
-    tracing::info!(http.response.status_code = status.as_u16(), reason = %error, "request refused");
+    let reason = crate::display::escape_text(&error.to_string());
+    tracing::info!(http.response.status_code = status.as_u16(), %reason, "request refused");
     let mut response = json_response(
         status,
         &json!({"error": "unauthorized", "message": error.to_string()}),
