@@ -10,6 +10,7 @@ use zabbix_mcp_guard::config::Config;
 use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::server::Server;
+use zabbix_mcp_guard::startup::StartupWarning;
 use zabbix_mcp_guard::telemetry;
 
 fn main() -> ExitCode {
@@ -65,9 +66,6 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        if config.ignore_url_cert_errors {
-            tracing::warn!("IgnoreURLCertErrors=true: the Zabbix API certificate is not verified");
-        }
         if let Some(file) = config
             .approval_seal_key_file
             .as_ref()
@@ -77,6 +75,9 @@ fn serve(config: Config) -> anyhow::Result<()> {
                 "ApprovalSealKeyFile is readable by group or others; chmod 600 it");
         }
         let app = App::new(config).context("cannot set up the sidecar")?;
+        for warning in StartupWarning::check(&app.config, &app.policy) {
+            warning.log();
+        }
         match app.zabbix.version().await {
             Ok(version) => tracing::info!(
                 target: telemetry::LIFECYCLE_TARGET,

@@ -75,12 +75,17 @@ pub const DEFAULT_DENY: [&str; 5] = [
 pub const ENC_DIR: &str = "/var/lib/zabbix/enc";
 
 /// Variables of the image this sidecar does not take; refused rather than ignored.
-const UNSUPPORTED: [(&str, &str); 2] = [
+const UNSUPPORTED: [(&str, Param, &str); 2] = [
     (
         "ZBX_TLSCERT",
+        Param::TlsCertFile,
         "mount the certificate and set ZBX_TLSCERTFILE",
     ),
-    ("ZBX_TLSKEY", "mount the key and set ZBX_TLSKEYFILE"),
+    (
+        "ZBX_TLSKEY",
+        Param::TlsKeyFile,
+        "mount the key and set ZBX_TLSKEYFILE",
+    ),
 ];
 
 impl ImageEnv {
@@ -88,10 +93,10 @@ impl ImageEnv {
     /// (the parameter keeps its default), as the image's entrypoint treats them; the
     /// `AllowedIP` default is [`default_allowed_ip`](Self::default_allowed_ip).
     pub fn read(env: &BTreeMap<String, String>) -> Result<ImageEnv, ConfigError> {
-        for (var, hint) in UNSUPPORTED {
+        for (var, param, hint) in UNSUPPORTED {
             if env.get(var).is_some_and(|v| !v.is_empty()) {
                 return Err(ConfigError::conflict(
-                    &at(var, Param::TlsCertFile),
+                    &at(var, param),
                     format!("certificate contents in a variable are not supported: {hint}"),
                 ));
             }

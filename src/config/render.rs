@@ -26,6 +26,9 @@ pub fn render(config: &Config) -> String {
             }
             Arity::Rule => {}
             Arity::Single | Arity::List => {
+                if param == Param::PolicyDir && config.policy_dir.is_none() {
+                    out.push_str("# no PolicyDir: the built-in policies/default.rego decides\n");
+                }
                 let _ = writeln!(out, "{}={}", param.name(), value(config, param));
             }
         }

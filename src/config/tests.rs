@@ -373,6 +373,8 @@ fn rendering_masks_the_secret() {
         "DenyTool=item_get",
         "ApprovalSealKey=***",
         "DecisionLog=stdout",
+        "# no PolicyDir: the built-in policies/default.rego decides",
+        "PolicyDir=",
         "# Zabbix API URL: https://z.example.com/api_jsonrpc.php",
     ] {
         assert!(

@@ -177,10 +177,12 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
 }
 
 fn failed(error: ToolError, decision_id: Option<&str>) -> CallToolResult {
+    // Zabbix messages echo agent text: escaped, so no line can be forged in a text log.
+    let message = crate::display::escape_text(&error.to_string());
     if error.code() == "internal_error" {
-        tracing::warn!(error.code = error.code(), error = %error, "tool call failed");
+        tracing::warn!(error.code = error.code(), error = %message, "tool call failed");
     } else {
-        tracing::info!(error.code = error.code(), error = %error, "tool call failed");
+        tracing::info!(error.code = error.code(), error = %message, "tool call failed");
     }
     error.into_result(decision_id)
 }

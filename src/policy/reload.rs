@@ -12,7 +12,7 @@ use tokio::time::MissedTickBehavior;
 
 use super::PolicyError;
 use super::compile::PolicySet;
-use super::decision::Verdict;
+use super::decision::{Approval, Verdict};
 use super::engine::PolicyEngine;
 use super::input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ToolInfo, ToolKind, ZabbixInfo,
@@ -198,18 +198,31 @@ const fn phase_name(phase: Phase) -> &'static str {
 }
 
 fn sample_inputs() -> [PolicyInput; 2] {
-    let tool = |name: &str, kind, method: &str| ToolInfo {
-        name: name.into(),
-        exposed_name: name.into(),
-        kind,
-        method: method.into(),
-        destructive: false,
-        idempotent: true,
-    };
-    let sample = |phase, tool| PolicyInput {
+    [
+        sample_input(Phase::Call, "host_get", ToolKind::Read, "host.get"),
+        sample_input(
+            Phase::List,
+            "problem_acknowledge",
+            ToolKind::Write,
+            "event.acknowledge",
+        ),
+    ]
+}
+
+/// A plain input for `name` from an anonymous caller, as the smoke test and the start
+/// checks evaluate it.
+fn sample_input(phase: Phase, name: &str, kind: ToolKind, method: &str) -> PolicyInput {
+    PolicyInput {
         version: INPUT_VERSION,
         phase,
-        tool,
+        tool: ToolInfo {
+            name: name.into(),
+            exposed_name: name.into(),
+            kind,
+            method: method.into(),
+            destructive: false,
+            idempotent: true,
+        },
         arguments: serde_json::Map::new(),
         caller: CallerInfo {
             userid: "0".into(),
@@ -231,14 +244,22 @@ fn sample_inputs() -> [PolicyInput; 2] {
         },
         now: super::input::unix_now(),
         resource: None,
-    };
-    [
-        sample(Phase::Call, tool("host_get", ToolKind::Read, "host.get")),
-        sample(
-            Phase::List,
-            tool("problem_acknowledge", ToolKind::Write, "event.acknowledge"),
-        ),
-    ]
+    }
+}
+
+impl PolicyEngine {
+    /// The approval the running policy asks for a plain write call (`problem_acknowledge`
+    /// from an anonymous caller); `None` when it denies it or no set is loaded.
+    pub fn sample_write_approval(&self) -> Option<Approval> {
+        let input = sample_input(
+            Phase::Call,
+            "problem_acknowledge",
+            ToolKind::Write,
+            "event.acknowledge",
+        );
+        let decision = self.decide(&input);
+        (decision.allow && !decision.dry_run_would_deny).then_some(decision.approval)
+    }
 }
 
 #[cfg(test)]
@@ -377,6 +398,47 @@ mod tests {
         assert!(engine.decide(&sample_input()).allow);
         assert!(engine.poll().is_none());
         assert!(engine.reload().is_ok());
+    }
+
+    /// Log output of the current thread only (a thread-local subscriber).
+    #[derive(Clone, Default)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// SIGHUP must not compile on the runtime's own thread: with a thread-local log
+    /// subscriber on the (single) runtime thread, the reload's "policy set loaded" line
+    /// must come from elsewhere, while the SIGHUP line itself is seen.
+    #[tokio::test(flavor = "current_thread")]
+    async fn sighup_compiles_off_the_runtime_thread() {
+        let dir = temp_dir("sighup-thread");
+        write(&dir, ALLOW);
+        let engine = PolicyEngine::load(&dir, PolicyMode::Enforce).expect("loads");
+        write(&dir, DENY);
+        let capture = Capture::default();
+        let writer = capture.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _local = tracing::subscriber::set_default(subscriber);
+        let revision = engine.on_sighup().await.expect("reloads");
+        assert_eq!(engine.revision(), Some(revision));
+        let text = String::from_utf8(capture.0.lock().expect("lock").clone()).expect("utf-8");
+        assert!(text.contains("SIGHUP: reloading policies"), "{text}");
+        assert!(
+            !text.contains("policy set loaded"),
+            "compiled on the runtime thread:\n{text}"
+        );
+        fs::remove_dir_all(&dir).ok();
     }
 
     #[tokio::test]

@@ -108,10 +108,11 @@ async fn readiness(app: &App) -> Response<Body> {
 /// A request refused before MCP, answered as `mcp::errors::refusal` says.
 fn refused(error: &GuardError) -> Response<Body> {
     let refusal = errors::refusal(error);
+    let reason = crate::display::escape_text(&error.to_string());
     if refusal.status == StatusCode::FORBIDDEN {
-        tracing::warn!(reason = %error, "request refused: possible DNS rebinding");
+        tracing::warn!(%reason, "request refused: possible DNS rebinding");
     } else {
-        tracing::info!(http.response.status_code = refusal.status.as_u16(), reason = %error, "request refused");
+        tracing::info!(http.response.status_code = refusal.status.as_u16(), %reason, "request refused");
     }
     let mut response = json_response(
         refusal.status,

@@ -1,0 +1,207 @@
+//! What the real binary writes to its log: one warning line per weakening setting at
+//! start, and Zabbix error messages (which echo agent text) with control characters
+//! escaped, so an agent cannot forge log lines.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+const DRY_RUN: &str = "PolicyMode=dry-run: policy denials are logged but not enforced";
+const PLAIN_HTTP: &str =
+    "FrontendURL is http:// to a non-loopback host: API tokens cross the network unencrypted";
+const UNASKED: &str = "SessionMode=stateless with a policy that approves writes if_supported: clients are never asked (elicitation needs SessionMode=stateful)";
+
+fn free_port() -> u16 {
+    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it. Each
+    // call starts elsewhere, so two sidecars of this process never race for one port.
+    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let seed = (std::process::id() as u16)
+        .wrapping_mul(5)
+        .wrapping_add(call.wrapping_mul(997));
+    (0..2000)
+        .map(|i| 20000 + (seed.wrapping_add(i * 13)) % 10000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port")
+}
+
+/// The binary, logging to a file, with the built-in policy (no PolicyDir).
+struct Sidecar {
+    child: Child,
+    log: PathBuf,
+    base: String,
+}
+
+impl Sidecar {
+    fn start(frontend_url: &str, extra: &[&str]) -> Sidecar {
+        let log = common::temp_path("guard.log");
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+            .args(["--frontend-url", frontend_url, "--allowed-ip", "127.0.0.1"])
+            .args([
+                "--listen-ip",
+                "127.0.0.1",
+                "--listen-port",
+                &port.to_string(),
+            ])
+            .args(["--log-type", "file", "--log-file"])
+            .arg(&log)
+            .arg("--decision-log")
+            .arg(log.with_file_name("decisions.log"))
+            .args(extra)
+            .env_remove("RUST_LOG")
+            .env_remove("ZABBIX_MCP_GUARD_POLICY_DIR")
+            .current_dir(log.parent().unwrap_or(Path::new("/")))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log.with_file_name("stderr.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut sidecar = Sidecar {
+            child,
+            log,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        sidecar.wait_for("listening");
+        sidecar
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.text().contains(needle) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let stderr = std::fs::read_to_string(self.log.with_file_name("stderr.log"));
+                panic!(
+                    "the sidecar exited ({status}):\n{}{}",
+                    self.text(),
+                    stderr.unwrap_or_default()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} in\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM, wait, and the whole log.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        self.text()
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn warn_lines<'a>(log: &'a str, message: &str) -> Vec<&'a str> {
+    log.lines()
+        .filter(|l| l.contains(" WARN ") && l.contains(message))
+        .collect()
+}
+
+#[test]
+fn weakening_settings_are_warned_about_once_each() {
+    // Dry-run, plain http to a remote host, stateless with the default policy's
+    // if_supported writes. The host does not exist: the sidecar starts anyway.
+    let sidecar = Sidecar::start(
+        "http://zabbix.example.invalid/",
+        &["--policy-mode", "dry-run"],
+    );
+    let log = sidecar.stop();
+    for message in [DRY_RUN, PLAIN_HTTP, UNASKED] {
+        assert_eq!(warn_lines(&log, message).len(), 1, "{message:?} in\n{log}");
+    }
+    // None of them for a loopback URL, enforce and stateful sessions.
+    let lab = common::lab(7);
+    let sidecar = Sidecar::start(&lab.url, &["--session-mode", "stateful"]);
+    let log = sidecar.stop();
+    for message in [DRY_RUN, PLAIN_HTTP, UNASKED] {
+        assert!(
+            warn_lines(&log, message).is_empty(),
+            "{message:?} in\n{log}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn zabbix_errors_echoing_agent_text_are_escaped_in_the_log() {
+    common::init();
+    let lab = common::lab(7);
+    let mut sidecar = Sidecar::start(&lab.url, &[]);
+    let guard = common::Guard::external(&sidecar.base);
+    let client = common::client(&guard, &lab.token).await;
+    let host = common::seed_id(&lab, "hosts", "mcp-web-01");
+    let since = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 60)
+        * 60;
+    // Zabbix refuses a second maintenance of the same name, quoting the name. JSON
+    // quoting alone leaves line separators and C1 controls (NEL, CSI) as they are.
+    let name = format!(
+        "MCP h2 log {}\nFORGED\u{2028}FORGED\u{85}FORGED \u{9b}31m \u{1b}[0m",
+        std::process::id()
+    );
+    let args = json!({"name": name, "hostids": [host], "active_since": since,
+                      "active_till": since + 3600});
+    let created = common::call(&client, "maintenance_create", args.clone()).await;
+    assert_ne!(created.is_error, Some(true), "{created:?}");
+    let id = created.structured_content.as_ref().unwrap()["maintenanceids"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let err = common::tool_error(&client, "maintenance_create", args).await;
+    let deleted = common::call(
+        &client,
+        "maintenance_delete",
+        json!({"maintenanceids": [id]}),
+    )
+    .await;
+    assert_ne!(deleted.is_error, Some(true), "{deleted:?}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("FORGED"),
+        "{err}"
+    );
+    sidecar.wait_for("tool call failed");
+    drop(client);
+    let log = sidecar.stop();
+    assert!(
+        log.lines().all(|l| !l.starts_with("FORGED")),
+        "a forged line:\n{log}"
+    );
+    let failed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("tool call failed"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{log}");
+    for raw in ['\u{1b}', '\u{85}', '\u{9b}', '\u{2028}'] {
+        assert!(!log.contains(raw), "raw {raw:?} in the log:\n{log}");
+    }
+    assert!(
+        failed[0].contains("\\u{2028}FORGED\\u{0085}FORGED \\u{009B}31m"),
+        "{log}"
+    );
+}
