@@ -150,7 +150,7 @@ async fn hidden_format_characters_in_text_arguments_are_refused() {
         let request = CallToolRequestParams::new(tool).with_arguments(map);
         let result = client.call_tool(request).await.unwrap();
         // Refused before the decision: no decision_id.
-        let body = result.structured_content.clone().unwrap_or_default();
+        let body = common::error_body(&result);
         assert_eq!(result.is_error, Some(true), "{tool}: {body}");
         assert_eq!(body["code"], "invalid_arguments", "{tool}: {body}");
         let message = body["message"].as_str().unwrap();
