@@ -128,6 +128,14 @@ fn refused(error: &GuardError) -> Response<Body> {
                 &json!({"error": "upstream_unavailable", "message": error.to_string()}),
             );
         }
+        // Never a partial identity: without the groups, group rules would not apply.
+        GuardError::Caller(CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. }) => {
+            tracing::warn!(reason = %error, "request refused: incomplete caller identity");
+            return json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "identity_incomplete", "message": error.to_string()}),
+            );
+        }
     };
     tracing::info!(http.response.status_code = status.as_u16(), reason = %error, "request refused");
     let mut response = json_response(
