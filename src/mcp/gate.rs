@@ -6,7 +6,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::args::Limits;
+use crate::catalog::args::{self, Arguments, Limits};
 use crate::catalog::{
     DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS, MAX_LIMIT,
 };
@@ -112,6 +112,72 @@ pub fn decide(
     arguments: Map<String, Value>,
     resource: Option<ResourceInfo>,
 ) -> Decision {
+    let (decision, input) = evaluate(app, subject, phase, def, exposed_name, arguments, resource);
+    record(app, def, decision, &input)
+}
+
+/// Decides a tool call on the arguments that will be sent. Defaults the catalog filled in
+/// are fitted to the decision's limits (a default `limit` above `max_limit`, a default history
+/// window wider than allowed); if that changed them, the policy decides again on the fitted
+/// arguments, and only that decision is applied and logged.
+pub fn decide_call(
+    app: &App,
+    subject: &Subject,
+    def: &ToolDef,
+    exposed_name: &str,
+    arguments: &mut Arguments,
+    now: i64,
+) -> Decision {
+    let first = evaluate(
+        app,
+        subject,
+        Phase::Call,
+        def,
+        exposed_name,
+        arguments.0.clone(),
+        None,
+    );
+    let (decision, input) =
+        if first.0.allow && args::fit_defaults(def, arguments, &limits(&first.0), now) {
+            evaluate(
+                app,
+                subject,
+                Phase::Call,
+                def,
+                exposed_name,
+                arguments.0.clone(),
+                None,
+            )
+        } else {
+            first
+        };
+    record(app, def, decision, &input)
+}
+
+/// Whether the `list` phase offers this tool to the caller. A tool it hides does not exist
+/// for the caller in any phase: a call by name answers as for an unknown tool.
+pub fn visible(app: &App, subject: &Subject, def: &ToolDef, exposed_name: &str) -> bool {
+    decide(
+        app,
+        subject,
+        Phase::List,
+        def,
+        exposed_name,
+        Map::new(),
+        None,
+    )
+    .allow
+}
+
+fn evaluate(
+    app: &App,
+    subject: &Subject,
+    phase: Phase,
+    def: &ToolDef,
+    exposed_name: &str,
+    arguments: Map<String, Value>,
+    resource: Option<ResourceInfo>,
+) -> (Decision, PolicyInput) {
     let mut input = PolicyInput::new(
         phase,
         tool_info(def, exposed_name),
@@ -121,8 +187,11 @@ pub fn decide(
     );
     input.arguments = arguments;
     input.resource = resource;
-    let decision = app.policy.decide(&input);
-    app.decisions.record(&decision, &input);
+    (app.policy.decide(&input), input)
+}
+
+fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> Decision {
+    app.decisions.record(&decision, input);
     if !decision.allow || decision.dry_run_would_deny {
         tracing::info!(
             decision_id = %decision.decision_id,

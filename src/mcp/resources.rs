@@ -10,12 +10,12 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::{self, ResourceKind, params};
+use crate::catalog::{self, ResourceKind, ToolDef, args, params};
 use crate::mcp::errors::{internal, resource_not_found};
 use crate::mcp::gate::{self, Subject};
 use crate::mcp::tools::{ToolList, offered};
 use crate::policy::{Phase, ResourceInfo};
-use crate::zabbix::{Caller, ZabbixError};
+use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 
 pub const ABOUT_URI: &str = "zabbix://about";
 const JSON: &str = "application/json";
@@ -84,13 +84,16 @@ pub async fn read(
         kind: kind.as_str().to_owned(),
         id: id.to_owned(),
     };
+    let Some(arguments) = equivalent_arguments(def, id, tools.version) else {
+        return Err(resource_not_found(uri));
+    };
     let decision = gate::decide(
         app,
         subject,
         Phase::Resource,
         def,
         &exposed,
-        Map::new(),
+        arguments,
         Some(resource),
     );
     if !decision.allow {
@@ -119,6 +122,22 @@ pub async fn read(
         tools.version,
     );
     text(uri, &record)
+}
+
+/// The arguments of the tool call that reads the same record (`host_get {"hostids": [id]}`
+/// for `zabbix://host/<id>`), validated as that call would be: so a policy that scopes the
+/// tool by its arguments scopes the resource the same way.
+fn equivalent_arguments(
+    def: &ToolDef,
+    id: &str,
+    version: ZabbixVersion,
+) -> Option<Map<String, Value>> {
+    let id_param = def.resource()?.id_param;
+    let mut raw = Map::new();
+    raw.insert(id_param.to_owned(), json!([id]));
+    args::validate(def, Some(&raw), version, crate::mcp::tools::unix_now())
+        .ok()
+        .map(|a| a.0)
 }
 
 fn parse(uri: &str) -> Option<(ResourceKind, &str)> {

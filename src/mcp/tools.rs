@@ -118,15 +118,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Err(error) => return failed(ToolError::from(error), None).into(),
     };
     let exposed_name = call.request.name.as_ref();
-    let decision = gate::decide(
-        app,
-        subject,
-        Phase::Call,
-        def,
-        exposed_name,
-        arguments.0.clone(),
-        None,
-    );
+    let decision = gate::decide_call(app, subject, def, exposed_name, &mut arguments, now);
     let id = decision.decision_id.as_str();
     if !decision.allow {
         let reasons = decision.reasons.clone();
@@ -134,7 +126,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     }
     let outcome = Outcome::new(&app.decisions, id);
     let result = if def.is_read() {
-        match args::enforce_limits(def, &mut arguments, &gate::limits(&decision), now) {
+        match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
             Ok(()) => call_read(app, call.caller, def, &arguments, version)
                 .await
                 .map(|(result, count)| {

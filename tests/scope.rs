@@ -1,0 +1,183 @@
+//! One policy view per caller, in every phase: a tool the list phase hides is unknown to
+//! calls too; a resource read is decided on the equivalent tool call's arguments; the
+//! defaults a caller did not give (limit, history window) are decided as they will be sent.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Lab, config_for, read, seed_id, start_with, temp_path, tool_error};
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use serde_json::{Value, json};
+use zabbix_mcp_guard::config::DecisionLogSink;
+
+/// A guard on `lab` with `rego` (and `data`) as its whole policy set; returns the decision log.
+async fn guard_with(lab: &Lab, rego: &str, data: Option<Value>) -> (common::Guard, PathBuf) {
+    let dir = temp_path("policy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("policy.rego"), rego).unwrap();
+    if let Some(data) = data {
+        std::fs::write(dir.join("data.json"), data.to_string()).unwrap();
+    }
+    let mut config = config_for(&lab.url);
+    config.policy_dir = dir;
+    let log = temp_path("decisions.log");
+    config.decision_log = DecisionLogSink::File(log.clone());
+    (start_with(config).await, log)
+}
+
+fn call_decisions(log: &Path, tool: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["input"]["phase"] == "call" && l["input"]["tool"]["name"] == tool)
+        .collect()
+}
+
+/// The JSON-RPC error of a tools/call that must fail at the protocol level.
+async fn protocol_error(client: &common::Client, tool: &str, args: Value) -> String {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    match client.call_tool(params).await {
+        Ok(result) => panic!("{tool} answered instead of failing: {result:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn a_hidden_tool_answers_like_a_tool_that_does_not_exist() {
+    let lab = common::lab(7);
+    let linux = seed_id(&lab, "host_groups", "MCP/Linux servers");
+    let data = json!({"tier1": {"usrgrps": ["MCP Operators"], "groupids": [linux]}});
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/examples/tier1_operations");
+    let rego = std::fs::read_to_string(example.join("policy.rego")).unwrap();
+    let (guard, _) = guard_with(&lab, &rego, Some(data)).await;
+    let operator = common::client(&guard, &lab.token_operator).await;
+
+    let unknown = protocol_error(&operator, "no_such_tool", json!({})).await;
+    assert!(unknown.contains("unknown tool: no_such_tool"), "{unknown}");
+    // host_get is hidden from tier 1: with good, bad or no arguments, it does not exist.
+    for args in [json!({}), json!({"hostid": "1"}), json!({"limit": 0})] {
+        let hidden = protocol_error(&operator, "host_get", args).await;
+        assert_eq!(
+            hidden,
+            unknown.replace("no_such_tool", "host_get"),
+            "hidden and unknown answer alike"
+        );
+    }
+    // The admin still has it.
+    let admin = common::client(&guard, &lab.token).await;
+    read(&admin, "host_get", json!({"limit": 1})).await;
+    guard.stop().await;
+}
+
+const HOST_SCOPE: &str = r#"package zabbix.mcp
+import rego.v1
+# host_get (and so zabbix://host/<id>) only for the hosts in data.scope.hostids.
+hostids := object.get(input.arguments, "hostids", [])
+deny contains "host_get must name hostids" if {
+    input.phase != "list"
+    input.tool.name == "host_get"
+    count(hostids) == 0
+}
+deny contains sprintf("host %v is out of scope", [h]) if {
+    input.tool.name == "host_get"
+    some h in hostids
+    not h in data.scope.hostids
+}
+decision := {"allow": count(deny) == 0, "reasons": deny}
+"#;
+
+#[tokio::test]
+async fn a_resource_read_is_decided_on_the_equivalent_call() {
+    for lab in common::labs() {
+        let web1 = seed_id(&lab, "hosts", "mcp-web-01");
+        let web2 = seed_id(&lab, "hosts", "mcp-web-02");
+        let data = json!({"scope": {"hostids": [web1]}});
+        let (guard, log) = guard_with(&lab, HOST_SCOPE, Some(data)).await;
+        let admin = common::client(&guard, &lab.token).await;
+
+        let allowed = admin
+            .read_resource(ReadResourceRequestParams::new(format!(
+                "zabbix://host/{web1}"
+            )))
+            .await
+            .unwrap_or_else(|e| panic!("Zabbix {}: {e}", lab.major));
+        assert!(format!("{allowed:?}").contains("mcp-web-01"));
+        let denied = admin
+            .read_resource(ReadResourceRequestParams::new(format!(
+                "zabbix://host/{web2}"
+            )))
+            .await
+            .unwrap_err();
+        assert!(
+            denied.to_string().contains("resource not found"),
+            "{denied}"
+        );
+        // The tool gets the same answers.
+        read(&admin, "host_get", json!({"hostids": [web1]})).await;
+        let err = tool_error(&admin, "host_get", json!({"hostids": [web2]})).await;
+        assert_eq!(err["code"], "denied");
+
+        let text = std::fs::read_to_string(&log).unwrap();
+        let resource: Value = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|l| l["input"]["phase"] == "resource")
+            .expect("resource decision logged");
+        assert_eq!(resource["input"]["tool"]["name"], "host_get");
+        assert_eq!(resource["input"]["arguments"]["hostids"], json!([web1]));
+        guard.stop().await;
+    }
+}
+
+const SMALL_LIMITS: &str = r#"package zabbix.mcp
+import rego.v1
+decision := {"allow": true, "reasons": [], "max_limit": 2,
+             "history": {"max_window_seconds": 86400, "max_age_seconds": 86400}}
+"#;
+
+#[tokio::test]
+async fn defaults_are_fitted_to_the_callers_limits_and_decided_as_sent() {
+    let lab = common::lab(7);
+    let (guard, log) = guard_with(&lab, SMALL_LIMITS, None).await;
+    let client = common::client(&guard, &lab.token).await;
+
+    // No limit given: the caller's max_limit, not a refusal of the default 100.
+    let env = read(&client, "host_get", json!({})).await;
+    assert_eq!(env["limit"], 2, "{env}");
+    assert_eq!(env["count"], 2, "{env}");
+    let err = tool_error(&client, "host_get", json!({"limit": 3})).await;
+    assert_eq!(err["code"], "invalid_arguments");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit must be between 1 and 2 for this caller, got 3"),
+        "{err}"
+    );
+    let decided = call_decisions(&log, "host_get");
+    assert_eq!(decided.len(), 2, "one logged decision per call");
+    assert_eq!(decided[0]["input"]["arguments"]["limit"], 2);
+
+    // history_get without a window: the policy sees the one-day window that is sent.
+    let item = lab.seed["items"]["mcp-web-01"]["mcp.float"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    read(
+        &client,
+        "history_get",
+        json!({"itemids": [item], "type": "float"}),
+    )
+    .await;
+    let decided = call_decisions(&log, "history_get");
+    let arguments = &decided[0]["input"]["arguments"];
+    let from = arguments["time_from"].as_i64().expect("time_from decided");
+    let till = arguments["time_till"].as_i64().expect("time_till decided");
+    assert_eq!(till - from, 86400, "{arguments}");
+    guard.stop().await;
+}
