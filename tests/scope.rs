@@ -6,6 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::trapper::{fresh_problem, wait_problem};
 use common::{Lab, config_for, read, seed_id, start_with, temp_path, tool_error};
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use serde_json::{Value, json};
@@ -180,4 +181,139 @@ async fn defaults_are_fitted_to_the_callers_limits_and_decided_as_sent() {
     let till = arguments["time_till"].as_i64().expect("time_till decided");
     assert_eq!(till - from, 86400, "{arguments}");
     guard.stop().await;
+}
+
+fn example(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/examples");
+    std::fs::read_to_string(dir.join(name).join("policy.rego")).unwrap()
+}
+
+#[tokio::test]
+async fn tier1_acknowledges_problems_only_on_hosts_of_its_groups() {
+    for lab in common::labs() {
+        let linux = seed_id(&lab, "host_groups", "MCP/Linux servers");
+        let db = seed_id(&lab, "host_groups", "MCP/Databases");
+        let web = seed_id(&lab, "hosts", "mcp-web-01");
+        let tier1 =
+            |groupid: &str| json!({"tier1": {"usrgrps": ["MCP Operators"], "groupids": [groupid]}});
+
+        // In scope: tier 1 works on MCP/Linux servers, where mcp-web-01 is.
+        let (guard, log) =
+            guard_with(&lab, &example("tier1_operations"), Some(tier1(&linux))).await;
+        let admin = common::client(&guard, &lab.token).await;
+        let operator = common::client(&guard, &lab.token_operator).await;
+        let event = fresh_problem(
+            &admin,
+            &lab,
+            "mcp-web-01",
+            "mcp.float",
+            "MCP float too high",
+            "1",
+            "500",
+        )
+        .await;
+        let result = common::call(
+            &operator,
+            "problem_acknowledge",
+            json!({"eventids": [event.clone()], "message": "tier 1 scope test"}),
+        )
+        .await;
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "Zabbix {}: {:?}",
+            lab.major,
+            result.structured_content
+        );
+        wait_problem(&admin, &event, |p| {
+            p.is_some_and(|p| p["acknowledged"] == "1")
+        })
+        .await;
+        let decided = call_decisions(&log, "problem_acknowledge");
+        assert_eq!(
+            decided[0]["input"]["targets"],
+            json!({"hosts": [{"hostid": web, "host": "mcp-web-01",
+                              "groups": [{"groupid": linux, "name": "MCP/Linux servers"}]}],
+                   "groups": []})
+        );
+        // An event the operator cannot see (or that does not exist) has no targets: denied.
+        let err = tool_error(
+            &operator,
+            "problem_acknowledge",
+            json!({"eventids": ["999999999"]}),
+        )
+        .await;
+        assert_eq!(err["code"], "denied", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("event 999999999 cannot be resolved"),
+            "{err}"
+        );
+        guard.stop().await;
+
+        // Out of scope: tier 1 limited to MCP/Databases; the same problem is refused.
+        let (guard, _) = guard_with(&lab, &example("tier1_operations"), Some(tier1(&db))).await;
+        let operator = common::client(&guard, &lab.token_operator).await;
+        let err = tool_error(
+            &operator,
+            "problem_acknowledge",
+            json!({"eventids": [event.clone()]}),
+        )
+        .await;
+        assert_eq!(err["code"], "denied", "{err}");
+        assert_eq!(
+            err["data"]["reasons"],
+            json!(["tier 1: host mcp-web-01 is outside the tier 1 scope"]),
+            "{err}"
+        );
+        guard.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn change_window_scopes_a_maintenance_by_its_hosts() {
+    for lab in common::labs() {
+        let linux = seed_id(&lab, "host_groups", "MCP/Linux servers");
+        let db = seed_id(&lab, "host_groups", "MCP/Databases");
+        let maintenance = seed_id(&lab, "maintenances", "MCP planned maintenance");
+        // Every hour of every day: the test is about the scope, not the clock.
+        let window = |groupid: &str| {
+            json!({"change_window": {"groupids": [groupid], "start_hour": 0, "end_hour": 24,
+                "days": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]}})
+        };
+        // The seeded maintenance covers mcp-db-02 (MCP/Databases): outside a Linux scope.
+        let (guard, log) = guard_with(&lab, &example("change_window"), Some(window(&linux))).await;
+        let admin = common::client(&guard, &lab.token).await;
+        let delete = json!({"maintenanceids": [maintenance.clone()]});
+        let err = tool_error(&admin, "maintenance_delete", delete.clone()).await;
+        assert_eq!(err["code"], "denied", "{err}");
+        assert_eq!(
+            err["data"]["reasons"],
+            json!(["host mcp-db-02 is in no host group of the change window scope"]),
+            "{err}"
+        );
+        let decided = call_decisions(&log, "maintenance_delete");
+        assert_eq!(
+            decided[0]["input"]["targets"]["hosts"][0]["host"],
+            "mcp-db-02"
+        );
+        guard.stop().await;
+
+        // Inside a Databases scope the policy allows it, with a required approval that this
+        // client cannot give: nothing is sent either way.
+        let (guard, _) = guard_with(&lab, &example("change_window"), Some(window(&db))).await;
+        let admin = common::client(&guard, &lab.token).await;
+        let err = tool_error(&admin, "maintenance_delete", delete).await;
+        assert_eq!(err["code"], "approval_unavailable", "{err}");
+        let seeded = read(
+            &admin,
+            "maintenance_get",
+            json!({"maintenanceids": [maintenance.clone()]}),
+        )
+        .await;
+        assert_eq!(seeded["count"], 1, "the seeded maintenance is still there");
+        guard.stop().await;
+    }
 }

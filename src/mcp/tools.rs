@@ -117,8 +117,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Ok(arguments) => arguments,
         Err(error) => return failed(ToolError::from(error), None).into(),
     };
-    let exposed_name = call.request.name.as_ref();
-    let decision = gate::decide_call(app, subject, def, exposed_name, &mut arguments, now);
+    let decision = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
     if !decision.allow {
         let reasons = decision.reasons.clone();

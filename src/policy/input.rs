@@ -43,6 +43,9 @@ pub struct PolicyInput {
     /// Only for phase `resource`; `tool` is then the tool that owns the resource kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<ResourceInfo>,
+    /// Only for write calls: what the call touches, resolved with the caller's token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Targets>,
 }
 
 /// `input.tool`: always the plain (unprefixed) tool name, plus the exposed one.
@@ -98,6 +101,32 @@ pub struct ResourceInfo {
     pub id: String,
 }
 
+/// `input.targets`: the hosts and host groups a write call touches, as the caller's token
+/// sees them in Zabbix. A call whose targets cannot all be resolved is denied before the
+/// policy runs, so every ID the call names is here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Targets {
+    /// Hosts: those named by `hostids`, those of the events in `eventids`, those of the
+    /// maintenances in `maintenanceid(s)`; each with all of its host groups.
+    pub hosts: Vec<TargetHost>,
+    /// Host groups named by `groupids` and those of the maintenances in `maintenanceid(s)`.
+    pub groups: Vec<TargetGroup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetHost {
+    pub hostid: String,
+    /// The technical host name.
+    pub host: String,
+    pub groups: Vec<TargetGroup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetGroup {
+    pub groupid: String,
+    pub name: String,
+}
+
 impl PolicyInput {
     /// A version-1 input for `phase` with no arguments, no resource and `now` = the
     /// current time; set `arguments` / `resource` on the result as needed.
@@ -118,6 +147,7 @@ impl PolicyInput {
             zabbix,
             now: unix_now(),
             resource: None,
+            targets: None,
         }
     }
 

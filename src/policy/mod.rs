@@ -26,8 +26,8 @@ use std::str::FromStr;
 pub use decision::{Approval, Decision, HistoryLimits};
 pub use engine::{PolicyEngine, PolicyStatus};
 pub use input::{
-    CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, ToolInfo, ToolKind,
-    ZabbixInfo,
+    CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, TargetGroup,
+    TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
 };
 pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink};
 pub use reload::DEFAULT_POLL_INTERVAL;

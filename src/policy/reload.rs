@@ -191,6 +191,7 @@ fn sample_inputs() -> [PolicyInput; 2] {
         },
         now: super::input::unix_now(),
         resource: None,
+        targets: None,
     };
     [
         sample(Phase::Call, tool("host_get", ToolKind::Read, "host.get")),

@@ -216,7 +216,7 @@ fn group_names(groups: &Value) -> Result<Vec<String>, CallerError> {
 }
 
 /// moka hands errors back behind an Arc; rebuild an owned one for the caller.
-fn clone_upstream(error: &ZabbixError) -> ZabbixError {
+pub(crate) fn clone_upstream(error: &ZabbixError) -> ZabbixError {
     match error {
         ZabbixError::Timeout(d) => ZabbixError::Timeout(*d),
         ZabbixError::HttpStatus(s) => ZabbixError::HttpStatus(*s),
