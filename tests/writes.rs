@@ -181,8 +181,8 @@ async fn problem_tools_change_real_problems() {
         );
 
         // The operator cannot see the database hosts: the event's targets do not resolve, so
-        // the call is denied before Zabbix (tests/scope.rs). The viewer sees them read-only:
-        // Zabbix's permission error comes back unchanged.
+        // the call is denied before Zabbix (tests/scope.rs). The viewer sees them read-only,
+        // and closing needs read-write: Zabbix's permission error comes back unchanged.
         let db = fresh_problem(
             &client,
             &lab,
@@ -209,12 +209,7 @@ async fn problem_tools_change_real_problems() {
             "{err}"
         );
         let viewer = common::client(&guard, &lab.token_viewer).await;
-        let err = tool_error(
-            &viewer,
-            "problem_acknowledge",
-            json!({"eventids": [db.clone()]}),
-        )
-        .await;
+        let err = tool_error(&viewer, "problem_close", json!({"eventids": [db.clone()]})).await;
         assert_eq!(err["code"], "zabbix_error", "{err}");
         assert!(
             err["data"]["message"].is_string() && err["data"]["data"].is_string(),
