@@ -135,16 +135,21 @@ async fn a_resource_read_is_decided_on_the_equivalent_call() {
     }
 }
 
-const SMALL_LIMITS: &str = r#"package zabbix.mcp
+const SMALL_LIMIT: &str = r#"package zabbix.mcp
 import rego.v1
-decision := {"allow": true, "reasons": [], "max_limit": 2,
+decision := {"allow": true, "reasons": [], "max_limit": 2}
+"#;
+
+const ONE_DAY_OF_HISTORY: &str = r#"package zabbix.mcp
+import rego.v1
+decision := {"allow": true, "reasons": [],
              "history": {"max_window_seconds": 86400, "max_age_seconds": 86400}}
 "#;
 
 #[tokio::test]
-async fn defaults_are_fitted_to_the_callers_limits_and_decided_as_sent() {
+async fn a_default_limit_is_the_callers_max_limit() {
     let lab = common::lab(7);
-    let (guard, log) = guard_with(&lab, SMALL_LIMITS, None).await;
+    let (guard, log) = guard_with(&lab, SMALL_LIMIT, None).await;
     let client = common::client(&guard, &lab.token).await;
 
     // No limit given: the caller's max_limit, not a refusal of the default 100.
@@ -163,7 +168,14 @@ async fn defaults_are_fitted_to_the_callers_limits_and_decided_as_sent() {
     let decided = call_decisions(&log, "host_get");
     assert_eq!(decided.len(), 2, "one logged decision per call");
     assert_eq!(decided[0]["input"]["arguments"]["limit"], 2);
+    guard.stop().await;
+}
 
+#[tokio::test]
+async fn history_get_is_decided_on_the_window_it_sends() {
+    let lab = common::lab(7);
+    let (guard, log) = guard_with(&lab, ONE_DAY_OF_HISTORY, None).await;
+    let client = common::client(&guard, &lab.token).await;
     // history_get without a window: the policy sees the one-day window that is sent.
     let item = lab.seed["items"]["mcp-web-01"]["mcp.float"]
         .as_str()
