@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::zapi::TestUser;
-use common::{config_for, seed_id, start_with};
+use common::{Lab, config_for, seed_id, start_with};
 use serde_json::{Value, json};
 
 /// One raw `initialize` POST: the identity is resolved before MCP sees the request.
@@ -40,25 +40,31 @@ async fn a_role_that_denies_usergroup_get_is_refused_not_groupless() {
     for lab in common::labs() {
         let viewers = seed_id(&lab, "user_groups", "MCP Viewers");
         let user = TestUser::create(&lab, &viewers, &["usergroup.get"]).await;
-        let guard = start_with(config_for(&lab.url)).await;
-        common::init();
-
-        let (status, body) = initialize(&guard.url, &user.token).await;
-        assert_eq!(status, 503, "Zabbix {}: {body}", lab.major);
-        assert_eq!(body["error"], "identity_incomplete", "{body}");
-        let message = body["message"].as_str().unwrap();
-        assert!(message.contains("usergroup.get"), "{message}");
-        assert!(!message.contains(&user.token), "the token is never echoed");
-        // The same again: a refusal is not cached as an identity either way.
-        let (status, _) = initialize(&guard.url, &user.token).await;
-        assert_eq!(status, 503);
-        // A user whose role allows it is unaffected.
-        let (status, body) = initialize(&guard.url, &lab.token_viewer).await;
-        assert_eq!(status, 200, "{body}");
-
-        guard.stop().await;
+        // Checked in a task of its own so that the user and role are deleted even when an
+        // assertion fails.
+        let checked = tokio::spawn(refused_for(lab.clone(), user.token.clone())).await;
         user.delete(&lab).await;
+        if let Err(error) = checked {
+            std::panic::resume_unwind(error.into_panic());
+        }
     }
+}
+
+async fn refused_for(lab: Lab, token: String) {
+    let guard = start_with(config_for(&lab.url)).await;
+    let (status, body) = initialize(&guard.url, &token).await;
+    assert_eq!(status, 503, "Zabbix {}: {body}", lab.major);
+    assert_eq!(body["error"], "identity_incomplete", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("usergroup.get"), "{message}");
+    assert!(!message.contains(&token), "the token is never echoed");
+    // The same again: a refusal is not cached as an identity either way.
+    let (status, _) = initialize(&guard.url, &token).await;
+    assert_eq!(status, 503);
+    // A user whose role allows it is unaffected.
+    let (status, body) = initialize(&guard.url, &lab.token_viewer).await;
+    assert_eq!(status, 200, "{body}");
+    guard.stop().await;
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use super::Lab;
 
 /// One JSON-RPC call as Admin; panics on a Zabbix error (setup must not half succeed).
 pub async fn admin(lab: &Lab, method: &str, params: Value) -> Value {
+    super::init();
     let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
     let mut request = reqwest::Client::new().post(&lab.url);
     // 6.0 takes the token in the body; 6.4+ in the header (7.2+ only there).
