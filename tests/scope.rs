@@ -75,6 +75,71 @@ async fn a_hidden_tool_answers_like_a_tool_that_does_not_exist() {
     guard.stop().await;
 }
 
+const HIDE_HOST_GET: &str = r#"package zabbix.mcp
+import rego.v1
+# host_get is not offered; nothing else is said about it.
+decision := {"allow": false, "reasons": ["not offered"]} if {
+    input.phase == "list"
+    input.tool.name == "host_get"
+} else := {"allow": true, "reasons": []}
+"#;
+
+#[tokio::test]
+async fn a_hidden_tool_has_no_resources_either() {
+    let lab = common::lab(7);
+    let web = seed_id(&lab, "hosts", "mcp-web-01");
+    let (guard, _) = guard_with(&lab, HIDE_HOST_GET, None).await;
+    let client = common::client(&guard, &lab.token).await;
+    let hidden = protocol_error(&client, "host_get", json!({"hostids": [web.clone()]})).await;
+    assert!(hidden.contains("unknown tool: host_get"), "{hidden}");
+    let err = client
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "zabbix://host/{web}"
+        )))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("resource not found"), "{err}");
+    // Other kinds are unaffected.
+    let linux = seed_id(&lab, "host_groups", "MCP/Linux servers");
+    client
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "zabbix://hostgroup/{linux}"
+        )))
+        .await
+        .unwrap();
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn unresolvable_targets_deny_when_zabbix_does_not_answer() {
+    // A stub whose data methods (event.get among them) answer after the timeout.
+    let (url, _stub) = common::stub::start(std::time::Duration::from_secs(30)).await;
+    let mut config = config_for(&url);
+    config.timeout = std::time::Duration::from_secs(1);
+    let log = temp_path("decisions.log");
+    config.decision_log = DecisionLogSink::File(log.clone());
+    let guard = start_with(config).await;
+    let client = common::client(&guard, "stub-token").await;
+    let err = tool_error(&client, "problem_acknowledge", json!({"eventids": ["1"]})).await;
+    assert_eq!(err["code"], "denied", "{err}");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("targets of the call could not be resolved")
+            && message.contains("did not answer"),
+        "{message}"
+    );
+    let decided = call_decisions(&log, "problem_acknowledge");
+    assert_eq!(decided.len(), 1, "the denial is logged");
+    assert_eq!(decided[0]["decision_id"], err["decision_id"]);
+    assert_eq!(
+        decided[0]["result"],
+        Value::Null,
+        "no policy ran: {}",
+        decided[0]
+    );
+    guard.stop().await;
+}
+
 const HOST_SCOPE: &str = r#"package zabbix.mcp
 import rego.v1
 # host_get (and so zabbix://host/<id>) only for the hosts in data.scope.hostids.

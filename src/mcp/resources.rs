@@ -77,8 +77,12 @@ pub async fn read(
     let Some(def) = catalog::for_resource(kind).filter(|d| tools.offers(d.name)) else {
         return Err(resource_not_found(uri));
     };
-    // A resource the policy denies does not exist for this caller.
+    // A resource the policy denies does not exist for this caller, nor does one whose tool
+    // the list phase hides from them.
     let exposed = app.exposure.exposed_name(def.name);
+    if !gate::visible(app, subject, def, &exposed) {
+        return Err(resource_not_found(uri));
+    }
     let resource = ResourceInfo {
         uri: uri.to_owned(),
         kind: kind.as_str().to_owned(),

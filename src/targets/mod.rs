@@ -40,7 +40,7 @@ pub enum TargetKind {
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
     #[error(
-        "{kind} {ids} cannot be resolved: it does not exist or the caller's token cannot see it"
+        "{kind} {ids} cannot be resolved: unknown to Zabbix or not visible to the caller's token"
     )]
     NotVisible { kind: TargetKind, ids: String },
     #[error("the targets of the call could not be resolved: {0}")]
@@ -127,5 +127,34 @@ impl TargetResolver {
                     field,
                 },
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Ask;
+    use crate::catalog::find;
+
+    fn ask(tool: &str, args: serde_json::Value) -> Option<Ask> {
+        Ask::of(find(tool).unwrap(), args.as_object().unwrap())
+    }
+
+    #[test]
+    fn writes_ask_for_every_id_they_name_and_reads_for_none() {
+        assert_eq!(ask("host_get", json!({"hostids": ["1"]})), None);
+        let events = ask("problem_acknowledge", json!({"eventids": ["7", "5", "7"]})).unwrap();
+        assert_eq!(events.eventids.into_iter().collect::<Vec<_>>(), ["5", "7"]);
+        let update = ask(
+            "maintenance_update",
+            json!({"maintenanceid": "3", "groupids": ["2"], "hostids": []}),
+        )
+        .unwrap();
+        assert_eq!(update.maintenanceids.len(), 1);
+        assert_eq!(update.groupids.len(), 1);
+        assert!(update.hostids.is_empty() && update.eventids.is_empty());
+        let delete = ask("maintenance_delete", json!({"maintenanceids": ["3", "4"]})).unwrap();
+        assert_eq!(delete.maintenanceids.len(), 2);
     }
 }

@@ -240,3 +240,24 @@ fn missing(
 fn by_id(a: &str, b: &str) -> std::cmp::Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{TargetKind, by_id, missing};
+
+    #[test]
+    fn every_asked_id_must_be_found() {
+        let set = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert!(missing(TargetKind::Host, &set(&["1", "2"]), &set(&["2", "1"])).is_ok());
+        let err = missing(TargetKind::Event, &set(&["1", "2", "3"]), &set(&["2"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "event 1, 3 cannot be resolved: unknown to Zabbix or not visible to the caller's token"
+        );
+        let mut ids = vec!["10", "9", "100"];
+        ids.sort_by(|a, b| by_id(a, b));
+        assert_eq!(ids, ["9", "10", "100"]);
+    }
+}
