@@ -169,7 +169,8 @@ pub(crate) mod tests {
     use serde_json::json;
 
     use super::{
-        CallerInfo, ClientInfo, Phase, PolicyInput, ResourceInfo, ToolInfo, ToolKind, ZabbixInfo,
+        CallerInfo, ClientInfo, Phase, PolicyInput, ResourceInfo, TargetGroup, TargetHost, Targets,
+        ToolInfo, ToolKind, ZabbixInfo,
     };
 
     /// The DESIGN.md example input, reused by other tests of the module.
@@ -255,6 +256,35 @@ pub(crate) mod tests {
         assert_eq!(v["arguments"], json!({}));
         let back: PolicyInput = serde_json::from_value(v).expect("deserializes");
         assert_eq!(back, input);
+    }
+
+    #[test]
+    fn targets_have_the_documented_shape() {
+        let mut input = sample_input();
+        let linux = TargetGroup {
+            groupid: "2".into(),
+            name: "Linux servers".into(),
+        };
+        input.targets = Some(Targets {
+            hosts: vec![TargetHost {
+                hostid: "10084".into(),
+                host: "web-01".into(),
+                groups: vec![linux.clone()],
+            }],
+            groups: vec![linux],
+        });
+        let v = serde_json::to_value(&input).expect("serializes");
+        assert_eq!(
+            v["targets"],
+            json!({"hosts": [{"hostid": "10084", "host": "web-01",
+                              "groups": [{"groupid": "2", "name": "Linux servers"}]}],
+                   "groups": [{"groupid": "2", "name": "Linux servers"}]})
+        );
+        let back: PolicyInput = serde_json::from_value(v).expect("deserializes");
+        assert_eq!(back, input);
+        // Absent, not null, where there are none (reads, list, resource).
+        let plain = serde_json::to_value(sample_input()).expect("serializes");
+        assert!(plain.get("targets").is_none());
     }
 
     #[test]
