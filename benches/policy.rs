@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use zabbix_mcp_guard::policy::{
     CallerInfo, ClientInfo, DecisionLog, DecisionLogSink, Phase, PolicyEngine, PolicyInput,
-    PolicyMode, ToolInfo, ToolKind, ZabbixInfo,
+    PolicyMode, TargetGroup, TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
 };
 
 const DEFAULT_ITERATIONS: usize = 200_000;
@@ -215,7 +215,7 @@ fn history_get() -> PolicyInput {
 }
 
 fn problem_acknowledge() -> PolicyInput {
-    input(
+    let mut input = input(
         Phase::Call,
         ToolInfo {
             name: "problem_acknowledge".into(),
@@ -230,5 +230,18 @@ fn problem_acknowledge() -> PolicyInput {
             "eventids": ["40214", "40215"],
             "message": "Investigating; disk cleanup scheduled."
         }),
-    )
+    );
+    // What the sidecar resolves for the events: their host and its groups.
+    input.targets = Some(Targets {
+        hosts: vec![TargetHost {
+            hostid: "10084".into(),
+            host: "web-01".into(),
+            groups: vec![TargetGroup {
+                groupid: "2".into(),
+                name: "Linux servers".into(),
+            }],
+        }],
+        groups: Vec::new(),
+    });
+    input
 }

@@ -14,17 +14,23 @@ use crate::policy::{
     DecisionLog, DecisionLogOptions, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode,
     PolicySource,
 };
+use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 
 /// How many token identities are cached, and for how long: short, so that a revoked or
 /// disabled token stops working within a minute.
 const CALLER_CACHE_CAPACITY: u64 = 10_000;
 const CALLER_CACHE_TTL: Duration = Duration::from_secs(60);
+/// Resolved write targets (hosts and groups behind IDs), per token and IDs: long enough for
+/// an approval round trip, short enough that group changes apply soon.
+const TARGET_CACHE_CAPACITY: u64 = 10_000;
+const TARGET_CACHE_TTL: Duration = Duration::from_secs(10);
 
 pub struct App {
     pub config: Config,
     pub zabbix: ZabbixClient,
     pub callers: CallerResolver,
+    pub targets: TargetResolver,
     pub exposure: Exposure,
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
@@ -92,6 +98,7 @@ impl App {
             config,
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
+            targets: TargetResolver::new(TARGET_CACHE_CAPACITY, TARGET_CACHE_TTL),
             exposure,
             policy,
             decisions,

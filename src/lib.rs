@@ -19,5 +19,6 @@ pub mod policy;
 pub mod response;
 pub mod server;
 pub mod startup;
+pub mod targets;
 pub mod telemetry;
 pub mod zabbix;

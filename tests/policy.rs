@@ -98,15 +98,16 @@ async fn two_users_see_different_tools_and_decisions() {
             "{err}"
         );
         let id = err["decision_id"].as_str().unwrap().to_owned();
-        // Argument-level: the operator's own group is fine; a tool outside tier 1 is not.
+        // Argument-level: the operator's own group is fine; a tool outside tier 1 does not
+        // exist for the operator (tests/scope.rs).
         read(&operator, "problem_get", json!({"groupids": [linux]})).await;
-        let err = tool_error(&operator, "host_get", json!({})).await;
-        assert_eq!(err["code"], "denied");
+        let hidden = operator
+            .call_tool(rmcp::model::CallToolRequestParams::new("host_get"))
+            .await
+            .unwrap_err();
         assert!(
-            err["message"]
-                .as_str()
-                .unwrap()
-                .contains("tier 1 operators may only use")
+            hidden.to_string().contains("unknown tool: host_get"),
+            "{hidden}"
         );
 
         let lines = log_lines(&log);
@@ -234,8 +235,11 @@ const ALLOW_ALL: &str =
     "package zabbix.mcp\nimport rego.v1\ndecision := {\"allow\": true, \"reasons\": []}\n";
 const DENY_HOST_GET: &str = r#"package zabbix.mcp
 import rego.v1
-decision := {"allow": false, "reasons": ["host_get is switched off"]} if input.tool.name == "host_get"
-else := {"allow": true, "reasons": []}
+# Calls only: a tool denied in the list phase would not exist for the caller at all.
+decision := {"allow": false, "reasons": ["host_get is switched off"]} if {
+    input.tool.name == "host_get"
+    input.phase == "call"
+} else := {"allow": true, "reasons": []}
 "#;
 
 async fn wait_for<F: AsyncFnMut() -> bool>(mut done: F) {
@@ -364,7 +368,7 @@ async fn fail_closed() {
             .into_iter()
             .collect();
         let dir = policy_dir(None, &files);
-        let (config, _) = config(&lab, &dir);
+        let (config, log) = config(&lab, &dir);
         let guard = start_with(config).await;
         let client = common::client(&guard, &lab.token).await;
         let offered = tool_names(&client).await;
@@ -373,9 +377,21 @@ async fn fail_closed() {
             "{case}: hostgroup_get is not offered"
         );
         assert_eq!(offered.is_empty(), rego.is_none(), "{case}: {offered:?}");
-        let err = tool_error(&client, "hostgroup_get", json!({})).await;
-        assert_eq!(err["code"], "denied", "{case}: {err}");
-        let message = err["message"].as_str().unwrap().to_lowercase();
+        // Not offered means unknown to calls too; the reason is in the decision log.
+        let err = client
+            .call_tool(rmcp::model::CallToolRequestParams::new("hostgroup_get"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown tool: hostgroup_get"),
+            "{case}: {err}"
+        );
+        let lines = log_lines(&log);
+        let denied = lines
+            .iter()
+            .rfind(|l| l["input"]["tool"]["name"] == "hostgroup_get")
+            .expect("the decision is logged");
+        let message = denied.to_string().to_lowercase();
         assert!(message.contains(reason), "{case}: {message}");
         if rego.is_none() {
             let ready = http

@@ -180,7 +180,9 @@ async fn problem_tools_change_real_problems() {
             "{zabbix_text}"
         );
 
-        // The operator has no rights on the database hosts: Zabbix's permission error, unchanged.
+        // The operator cannot see the database hosts: the event's targets do not resolve, so
+        // the call is denied before Zabbix (tests/scope.rs). The viewer sees them read-only,
+        // and closing needs read-write: Zabbix's permission error comes back unchanged.
         let db = fresh_problem(
             &client,
             &lab,
@@ -198,6 +200,16 @@ async fn problem_tools_change_real_problems() {
             json!({"eventids": [db.clone()]}),
         )
         .await;
+        assert_eq!(err["code"], "denied", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("event {db} cannot be resolved")),
+            "{err}"
+        );
+        let viewer = common::client(&guard, &lab.token_viewer).await;
+        let err = tool_error(&viewer, "problem_close", json!({"eventids": [db.clone()]})).await;
         assert_eq!(err["code"], "zabbix_error", "{err}");
         assert!(
             err["data"]["message"].is_string() && err["data"]["data"].is_string(),

@@ -115,9 +115,9 @@ pub fn host_get_body(app: &App, version: ZabbixVersion) -> Bytes {
     let query = tool.query().expect("host_get is a read tool");
     let raw: Value = serde_json::from_str(TOOL_ARGS).expect("tool arguments");
     let now = zabbix_mcp_guard::mcp::tools::unix_now();
-    let mut args =
+    let args =
         catalog::args::validate(tool, raw.as_object(), version, now).expect("valid arguments");
-    catalog::args::enforce_limits(tool, &mut args, &catalog::args::Limits::default(), now)
+    catalog::args::enforce_limits(tool, &args, &catalog::args::Limits::default(), now)
         .expect("within limits");
     let params = catalog::params::read_params(tool, query, &args, version);
     app.zabbix

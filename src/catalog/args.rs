@@ -1,6 +1,12 @@
 //! Argument validation: every argument is checked against its tool definition before
 //! anything reaches the policy or Zabbix, and normalized (IDs become strings, defaults are
 //! filled in). Each error names the constraint that was not met.
+//!
+//! Defaults come from the catalog before the policy decides, so the policy sees what will be
+//! sent. A default that the decision's limits do not admit (a `limit` above the caller's
+//! `max_limit`, a history window wider than the caller's) is fitted to them afterwards
+//! (`fit_defaults`, after which the policy decides again); only values the caller gave are
+//! refused (`enforce_limits`).
 
 use serde_json::{Map, Value};
 
@@ -11,9 +17,10 @@ use crate::catalog::{
 use crate::display;
 use crate::zabbix::ZabbixVersion;
 
-/// Validated, normalized arguments: what the policy sees and what builds the request.
+/// Validated, normalized arguments: what the policy sees and what builds the request. The
+/// second field names the arguments that were filled in by default (not given by the caller).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Arguments(pub Map<String, Value>);
+pub struct Arguments(pub Map<String, Value>, pub(crate) Vec<&'static str>);
 
 /// Limits that may differ per caller (the policy decides them; these are the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +50,11 @@ impl Default for Limits {
 impl Arguments {
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.0.get(name)
+    }
+
+    /// Whether `name` was filled in by default rather than given by the caller.
+    pub fn defaulted(&self, name: &str) -> bool {
+        self.1.contains(&name)
     }
 
     pub fn limit(&self) -> u32 {
@@ -98,7 +110,13 @@ pub fn validate(
     for rule in tool.rules {
         rules::apply(rule, &mut out, now)?;
     }
-    Ok(Arguments(out))
+    let defaulted = tool
+        .args
+        .iter()
+        .map(|a| a.name)
+        .filter(|name| out.contains_key(*name) && raw.get(*name).is_none_or(Value::is_null))
+        .collect();
+    Ok(Arguments(out, defaulted))
 }
 
 fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, ArgError> {
@@ -334,11 +352,38 @@ pub(crate) fn integer(value: &Value) -> Option<i64> {
     }
 }
 
-/// Applies the caller's limits after the policy decided them: the result count and the
-/// history window. Fills in a missing `time_from` with the widest window allowed.
+/// Fits the defaults the caller did not give to the caller's limits: a default `limit` above
+/// `max_limit` becomes `max_limit`, a default `time_from` the widest window the limits allow.
+/// Returns whether anything changed (the policy must then see the new values).
+pub fn fit_defaults(tool: &ToolDef, args: &mut Arguments, limits: &Limits, now: i64) -> bool {
+    let mut changed = false;
+    if args.defaulted("limit") && args.limit() > limits.max_limit {
+        args.0
+            .insert("limit".to_owned(), Value::from(limits.max_limit));
+        changed = true;
+    }
+    for rule in tool.rules {
+        if let ArgRule::HistoryWindow { from, till } = rule
+            && args.defaulted(from)
+        {
+            let till = args.get(till).and_then(Value::as_i64).unwrap_or(now);
+            let widest = (till - limits.history_max_window_seconds)
+                .max(now - limits.history_max_age_seconds);
+            if args.get(from).and_then(Value::as_i64) != Some(widest) {
+                args.0.insert((*from).to_owned(), Value::from(widest));
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Checks the arguments against the caller's limits after the policy decided them: the
+/// result count and the history window. Defaults were fitted before (`fit_defaults`), so
+/// what fails here is a value the caller gave.
 pub fn enforce_limits(
     tool: &ToolDef,
-    args: &mut Arguments,
+    args: &Arguments,
     limits: &Limits,
     now: i64,
 ) -> Result<(), ArgError> {
@@ -351,14 +396,14 @@ pub fn enforce_limits(
     }
     for rule in tool.rules {
         if let ArgRule::HistoryWindow { from, till } = rule {
-            history_window(&mut args.0, from, till, limits, now)?;
+            history_window(&args.0, from, till, limits, now)?;
         }
     }
     Ok(())
 }
 
 fn history_window(
-    args: &mut Map<String, Value>,
+    args: &Map<String, Value>,
     from_name: &str,
     till_name: &str,
     limits: &Limits,
@@ -368,13 +413,9 @@ fn history_window(
     let max_age = limits.history_max_age_seconds;
     let earliest = now - max_age;
     let till = args.get(till_name).and_then(Value::as_i64).unwrap_or(now);
-    let from = match args.get(from_name).and_then(Value::as_i64) {
-        Some(from) => from,
-        None => {
-            let from = (till - window).max(earliest);
-            args.insert(from_name.to_owned(), Value::from(from));
-            from
-        }
+    // Validation always fills it in; without one, nothing is admitted.
+    let Some(from) = args.get(from_name).and_then(Value::as_i64) else {
+        return Err(err(format!("{from_name} is required")));
     };
     if from > till {
         return Err(err(format!(
@@ -410,5 +451,68 @@ fn plural(n: i64, unit: &str) -> String {
         format!("1 {unit}")
     } else {
         format!("{n} {unit}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{Limits, enforce_limits, fit_defaults, validate};
+    use crate::catalog::find;
+    use crate::zabbix::ZabbixVersion;
+
+    const NOW: i64 = 1_767_225_600;
+    const V70: ZabbixVersion = ZabbixVersion::new(7, 0, 0);
+    const DAY: i64 = 86_400;
+
+    fn limits(max_limit: u32, window: i64) -> Limits {
+        Limits {
+            max_limit,
+            history_max_window_seconds: window,
+            history_max_age_seconds: window,
+        }
+    }
+
+    #[test]
+    fn a_default_limit_is_fitted_and_an_explicit_one_refused() {
+        let def = find("host_get").unwrap();
+        let mut args = validate(def, None, V70, NOW).unwrap();
+        assert_eq!(args.limit(), 100);
+        assert!(args.defaulted("limit"));
+        assert!(fit_defaults(def, &mut args, &limits(20, DAY), NOW));
+        assert_eq!(args.limit(), 20);
+        enforce_limits(def, &args, &limits(20, DAY), NOW).unwrap();
+
+        let given = json!({"limit": 50});
+        let mut args = validate(def, given.as_object(), V70, NOW).unwrap();
+        assert!(!fit_defaults(def, &mut args, &limits(20, DAY), NOW));
+        let err = enforce_limits(def, &args, &limits(20, DAY), NOW).unwrap_err();
+        assert_eq!(
+            err.0,
+            "limit must be between 1 and 20 for this caller, got 50"
+        );
+    }
+
+    #[test]
+    fn the_history_window_is_filled_before_the_decision() {
+        let def = find("history_get").unwrap();
+        let raw = json!({"itemids": ["1"], "type": "float"});
+        let mut args = validate(def, raw.as_object(), V70, NOW).unwrap();
+        // What the policy sees first: the catalog's widest window ending now.
+        assert_eq!(args.get("time_till"), Some(&Value::from(NOW)));
+        assert_eq!(args.get("time_from"), Some(&Value::from(NOW - 7 * DAY)));
+        // A caller limited to one day gets one day; nothing changes under the defaults.
+        assert!(!fit_defaults(def, &mut args, &Limits::default(), NOW));
+        assert!(fit_defaults(def, &mut args, &limits(1000, DAY), NOW));
+        assert_eq!(args.get("time_from"), Some(&Value::from(NOW - DAY)));
+        enforce_limits(def, &args, &limits(1000, DAY), NOW).unwrap();
+
+        // A window the caller gave is checked, never moved.
+        let raw = json!({"itemids": ["1"], "type": "float", "time_from": NOW - 3 * DAY});
+        let mut args = validate(def, raw.as_object(), V70, NOW).unwrap();
+        assert!(!fit_defaults(def, &mut args, &limits(1000, DAY), NOW));
+        let err = enforce_limits(def, &args, &limits(1000, DAY), NOW).unwrap_err();
+        assert!(err.0.contains("at most 86400 seconds (1 day)"), "{err}");
     }
 }

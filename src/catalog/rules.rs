@@ -3,9 +3,11 @@
 
 use serde_json::{Map, Number, Value, json};
 
-use crate::catalog::ArgRule;
 use crate::catalog::args::ArgError;
 use crate::catalog::structured::{PERIOD_MAX, PERIOD_MIN};
+use crate::catalog::{
+    ArgRule, DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
+};
 
 fn err(message: String) -> ArgError {
     ArgError(message)
@@ -38,9 +40,17 @@ pub(crate) fn apply(
             // `global: false` beside hostids means nothing; do not send it.
             args.retain(|k, v| !(names.contains(&k.as_str()) && v == &Value::Bool(false)));
         }
-        ArgRule::HistoryWindow { till, .. } => {
+        ArgRule::HistoryWindow { from, till } => {
             if !args.contains_key(*till) {
                 args.insert((*till).to_owned(), Value::Number(Number::from(now)));
+            }
+            // The catalog's widest window ending at `till`; the decision may narrow it
+            // (`args::fit_defaults`).
+            if !args.contains_key(*from) {
+                let till = args.get(*till).and_then(Value::as_i64).unwrap_or(now);
+                let from_value = (till - DEFAULT_HISTORY_MAX_WINDOW_SECONDS)
+                    .max(now - DEFAULT_HISTORY_MAX_AGE_SECONDS);
+                args.insert((*from).to_owned(), Value::from(from_value));
             }
         }
         ArgRule::Default { arg, value } => {

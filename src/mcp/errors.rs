@@ -174,6 +174,14 @@ pub fn refusal(error: &GuardError) -> Refusal {
                 challenge: None,
             }
         }
+        // Never a partial identity: without the groups, group rules would not apply.
+        GuardError::Caller(CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. }) => {
+            Refusal {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "identity_incomplete",
+                challenge: None,
+            }
+        }
     }
 }
 

@@ -6,16 +6,18 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::args::Limits;
+use crate::catalog::args::{self, Arguments, Limits};
 use crate::catalog::{
     DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS, MAX_LIMIT,
 };
 use crate::catalog::{ToolDef, ToolKind};
 use crate::config::SessionMode;
+use crate::mcp::tools::Call;
 use crate::policy::{
-    CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, ToolInfo,
-    ZabbixInfo,
+    CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, Targets,
+    ToolInfo, ZabbixInfo,
 };
+use crate::targets::Ask;
 use crate::zabbix::{Caller, ZabbixVersion};
 
 /// Who asks, from where, with which client, against which Zabbix: the parts of the input
@@ -112,6 +114,96 @@ pub fn decide(
     arguments: Map<String, Value>,
     resource: Option<ResourceInfo>,
 ) -> Decision {
+    let (decision, input) = evaluate(app, subject, phase, def, exposed_name, arguments, resource);
+    record(app, def, decision, &input)
+}
+
+/// Decides a tool call on the arguments that will be sent. A write's targets are resolved
+/// first (`input.targets`); one that cannot be resolved denies without asking the policy.
+/// Defaults the catalog filled in are fitted to the decision's limits (a default `limit`
+/// above `max_limit`, a default history window wider than allowed); if that changed them,
+/// the policy decides again on the fitted arguments, and only that decision is applied and
+/// logged.
+pub async fn decide_call(
+    app: &App,
+    call: &Call<'_>,
+    arguments: &mut Arguments,
+    now: i64,
+) -> Decision {
+    let Call {
+        def,
+        subject,
+        caller,
+        version,
+        ..
+    } = *call;
+    let exposed_name = call.request.name.as_ref();
+    let targets = match Ask::of(def, &arguments.0) {
+        None => None,
+        Some(ask) => match app
+            .targets
+            .resolve(&app.zabbix, &caller.token, version, ask)
+            .await
+        {
+            Ok(targets) => Some(Targets::clone(&targets)),
+            Err(error) => {
+                tracing::info!(gen_ai.tool.name = def.name, error = %error, "targets not resolved");
+                let input = input(subject, Phase::Call, def, exposed_name, arguments.0.clone());
+                return record(app, def, Decision::deny(error.to_string()), &input);
+            }
+        },
+    };
+    let decide = |arguments: &Arguments| {
+        let mut input = input(subject, Phase::Call, def, exposed_name, arguments.0.clone());
+        input.targets = targets.clone();
+        (app.policy.decide(&input), input)
+    };
+    let first = decide(arguments);
+    let (decision, input) =
+        if first.0.allow && args::fit_defaults(def, arguments, &limits(&first.0), now) {
+            decide(arguments)
+        } else {
+            first
+        };
+    record(app, def, decision, &input)
+}
+
+/// Whether the `list` phase offers this tool to the caller. A tool it hides does not exist
+/// for the caller in any phase: a call by name answers as for an unknown tool.
+pub fn visible(app: &App, subject: &Subject, def: &ToolDef, exposed_name: &str) -> bool {
+    decide(
+        app,
+        subject,
+        Phase::List,
+        def,
+        exposed_name,
+        Map::new(),
+        None,
+    )
+    .allow
+}
+
+fn evaluate(
+    app: &App,
+    subject: &Subject,
+    phase: Phase,
+    def: &ToolDef,
+    exposed_name: &str,
+    arguments: Map<String, Value>,
+    resource: Option<ResourceInfo>,
+) -> (Decision, PolicyInput) {
+    let mut input = input(subject, phase, def, exposed_name, arguments);
+    input.resource = resource;
+    (app.policy.decide(&input), input)
+}
+
+fn input(
+    subject: &Subject,
+    phase: Phase,
+    def: &ToolDef,
+    exposed_name: &str,
+    arguments: Map<String, Value>,
+) -> PolicyInput {
     let mut input = PolicyInput::new(
         phase,
         tool_info(def, exposed_name),
@@ -120,9 +212,11 @@ pub fn decide(
         subject.zabbix.clone(),
     );
     input.arguments = arguments;
-    input.resource = resource;
-    let decision = app.policy.decide(&input);
-    app.decisions.record(&decision, &input);
+    input
+}
+
+fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> Decision {
+    app.decisions.record(&decision, input);
     if !decision.allow || decision.dry_run_would_deny {
         tracing::info!(
             decision_id = %decision.decision_id,

@@ -108,6 +108,10 @@ impl ServerHandler for GuardHandler {
             token_id = %caller.token_id,
         );
         let subject = Subject::new(&self.app, &context, &caller, tools.version);
+        // Hidden means unknown: the list phase decides before the arguments are looked at.
+        if !gate::visible(&self.app, &subject, def, &request.name) {
+            return Err(unknown_tool(&request.name));
+        }
         let call = tools::Call {
             context: &context,
             request: &request,

@@ -10,12 +10,12 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::{self, ResourceKind, params};
+use crate::catalog::{self, ResourceKind, ToolDef, args, params};
 use crate::mcp::errors::{ToolError, resource_not_found};
 use crate::mcp::gate::{self, Subject};
 use crate::mcp::tools::{ToolList, offered};
 use crate::policy::{Phase, ResourceInfo};
-use crate::zabbix::{Caller, ZabbixError};
+use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 
 pub const ABOUT_URI: &str = "zabbix://about";
 const JSON: &str = "application/json";
@@ -77,12 +77,19 @@ pub async fn read(
     let Some(def) = catalog::for_resource(kind).filter(|d| tools.offers(d.name)) else {
         return Err(resource_not_found(uri));
     };
-    // A resource the policy denies does not exist for this caller.
+    // A resource the policy denies does not exist for this caller, nor does one whose tool
+    // the list phase hides from them.
     let exposed = app.exposure.exposed_name(def.name);
+    if !gate::visible(app, subject, def, &exposed) {
+        return Err(resource_not_found(uri));
+    }
     let resource = ResourceInfo {
         uri: uri.to_owned(),
         kind: kind.as_str().to_owned(),
         id: id.to_owned(),
+    };
+    let Some(arguments) = equivalent_arguments(def, id, tools.version) else {
+        return Err(resource_not_found(uri));
     };
     let decision = gate::decide(
         app,
@@ -90,7 +97,7 @@ pub async fn read(
         Phase::Resource,
         def,
         &exposed,
-        Map::new(),
+        arguments,
         Some(resource),
     );
     if !decision.allow {
@@ -119,6 +126,22 @@ pub async fn read(
         tools.version,
     );
     text(uri, &record)
+}
+
+/// The arguments of the tool call that reads the same record (`host_get {"hostids": [id]}`
+/// for `zabbix://host/<id>`), validated as that call would be: so a policy that scopes the
+/// tool by its arguments scopes the resource the same way.
+fn equivalent_arguments(
+    def: &ToolDef,
+    id: &str,
+    version: ZabbixVersion,
+) -> Option<Map<String, Value>> {
+    let id_param = def.resource()?.id_param;
+    let mut raw = Map::new();
+    raw.insert(id_param.to_owned(), json!([id]));
+    args::validate(def, Some(&raw), version, crate::mcp::tools::unix_now())
+        .ok()
+        .map(|a| a.0)
 }
 
 fn parse(uri: &str) -> Option<(ResourceKind, &str)> {

@@ -15,7 +15,6 @@ use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, s
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Outcome, Subject};
 use crate::mcp::write::{self, WriteCall, Written};
-use crate::policy::Phase;
 use crate::response;
 use crate::zabbix::{Caller, ZabbixVersion};
 
@@ -116,16 +115,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Ok(arguments) => arguments,
         Err(error) => return failed(ToolError::from(error), None).into(),
     };
-    let exposed_name = call.request.name.as_ref();
-    let decision = gate::decide(
-        app,
-        subject,
-        Phase::Call,
-        def,
-        exposed_name,
-        arguments.0.clone(),
-        None,
-    );
+    let decision = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
     if !decision.allow {
         let reasons = decision.reasons.clone();
@@ -133,7 +123,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     }
     let outcome = Outcome::new(&app.decisions, id);
     let result = if let Behaviour::Read(query) = &def.behaviour {
-        match args::enforce_limits(def, &mut arguments, &gate::limits(&decision), now) {
+        match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
             Ok(()) => call_read(app, call.caller, def, query, &arguments, version)
                 .await
                 .map(|(result, count)| {

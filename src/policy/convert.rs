@@ -12,7 +12,10 @@ use std::sync::LazyLock;
 use regorus::Value;
 use regorus::value::Object;
 
-use super::input::{CallerInfo, ClientInfo, Phase, PolicyInput, ToolInfo, ToolKind, ZabbixInfo};
+use super::input::{
+    CallerInfo, ClientInfo, Phase, PolicyInput, TargetGroup, Targets, ToolInfo, ToolKind,
+    ZabbixInfo,
+};
 
 /// Key and enum strings of the input shape, allocated once; cloning one is a
 /// reference-count increment.
@@ -52,6 +55,12 @@ enum Key {
     Elicitation,
     Uri,
     Id,
+    Targets,
+    Hosts,
+    Groups,
+    Hostid,
+    Host,
+    Groupid,
 }
 
 const KEY_NAMES: [&str; KEY_COUNT] = [
@@ -82,8 +91,14 @@ const KEY_NAMES: [&str; KEY_COUNT] = [
     "elicitation",
     "uri",
     "id",
+    "targets",
+    "hosts",
+    "groups",
+    "hostid",
+    "host",
+    "groupid",
 ];
-const KEY_COUNT: usize = 27;
+const KEY_COUNT: usize = 33;
 
 /// The last converted value of each repeating part, per thread.
 #[derive(Default)]
@@ -171,7 +186,35 @@ pub(crate) fn input_value(input: &PolicyInput) -> Value {
                 .build(),
         );
     }
+    if let Some(targets) = &input.targets {
+        doc = doc.set(Key::Targets, targets_value(s, targets));
+    }
     doc.build()
+}
+
+fn targets_value(s: &Strings, targets: &Targets) -> Value {
+    let group = |g: &TargetGroup| {
+        Builder::new(s)
+            .set(Key::Groupid, text(&g.groupid))
+            .set(Key::Name, text(&g.name))
+            .build()
+    };
+    let groups = |list: &[TargetGroup]| Value::from(list.iter().map(group).collect::<Vec<_>>());
+    let hosts = targets
+        .hosts
+        .iter()
+        .map(|h| {
+            Builder::new(s)
+                .set(Key::Hostid, text(&h.hostid))
+                .set(Key::Host, text(&h.host))
+                .set(Key::Groups, groups(&h.groups))
+                .build()
+        })
+        .collect::<Vec<_>>();
+    Builder::new(s)
+        .set(Key::Hosts, Value::from(hosts))
+        .set(Key::Groups, groups(&targets.groups))
+        .build()
 }
 
 /// The cached value if `part` equals the one it was built from, else a fresh one.
@@ -288,7 +331,7 @@ mod tests {
 
     use super::{input_value, json_value};
     use crate::policy::input::tests::sample_input;
-    use crate::policy::input::{ResourceInfo, ToolKind};
+    use crate::policy::input::{ResourceInfo, TargetGroup, TargetHost, Targets, ToolKind};
 
     #[test]
     fn direct_conversion_equals_deserialization() {
@@ -306,6 +349,21 @@ mod tests {
             id: "1".into(),
         });
         input.client.name = None;
+        let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
+        assert_eq!(input_value(&input), via_serde);
+
+        let group = |id: &str, name: &str| TargetGroup {
+            groupid: id.into(),
+            name: name.into(),
+        };
+        input.targets = Some(Targets {
+            hosts: vec![TargetHost {
+                hostid: "10084".into(),
+                host: "web-01".into(),
+                groups: vec![group("2", "Linux servers"), group("4", "Web")],
+            }],
+            groups: vec![group("2", "Linux servers")],
+        });
         let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
         assert_eq!(input_value(&input), via_serde);
         // The per-thread memo must never serve a stale part.

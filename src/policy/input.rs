@@ -43,6 +43,9 @@ pub struct PolicyInput {
     /// Only for phase `resource`; `tool` is then the tool that owns the resource kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<ResourceInfo>,
+    /// Only for write calls: what the call touches, resolved with the caller's token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Targets>,
 }
 
 /// `input.tool`: always the plain (unprefixed) tool name, plus the exposed one.
@@ -98,6 +101,32 @@ pub struct ResourceInfo {
     pub id: String,
 }
 
+/// `input.targets`: the hosts and host groups a write call touches, as the caller's token
+/// sees them in Zabbix. A call whose targets cannot all be resolved is denied before the
+/// policy runs, so every ID the call names is here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Targets {
+    /// Hosts: those named by `hostids`, those of the events in `eventids`, those of the
+    /// maintenances in `maintenanceid(s)`; each with all of its host groups.
+    pub hosts: Vec<TargetHost>,
+    /// Host groups named by `groupids` and those of the maintenances in `maintenanceid(s)`.
+    pub groups: Vec<TargetGroup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetHost {
+    pub hostid: String,
+    /// The technical host name.
+    pub host: String,
+    pub groups: Vec<TargetGroup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetGroup {
+    pub groupid: String,
+    pub name: String,
+}
+
 impl PolicyInput {
     /// A version-1 input for `phase` with no arguments, no resource and `now` = the
     /// current time; set `arguments` / `resource` on the result as needed.
@@ -118,6 +147,7 @@ impl PolicyInput {
             zabbix,
             now: unix_now(),
             resource: None,
+            targets: None,
         }
     }
 
@@ -139,7 +169,8 @@ pub(crate) mod tests {
     use serde_json::json;
 
     use super::{
-        CallerInfo, ClientInfo, Phase, PolicyInput, ResourceInfo, ToolInfo, ToolKind, ZabbixInfo,
+        CallerInfo, ClientInfo, Phase, PolicyInput, ResourceInfo, TargetGroup, TargetHost, Targets,
+        ToolInfo, ToolKind, ZabbixInfo,
     };
 
     /// The DESIGN.md example input, reused by other tests of the module.
@@ -225,6 +256,35 @@ pub(crate) mod tests {
         assert_eq!(v["arguments"], json!({}));
         let back: PolicyInput = serde_json::from_value(v).expect("deserializes");
         assert_eq!(back, input);
+    }
+
+    #[test]
+    fn targets_have_the_documented_shape() {
+        let mut input = sample_input();
+        let linux = TargetGroup {
+            groupid: "2".into(),
+            name: "Linux servers".into(),
+        };
+        input.targets = Some(Targets {
+            hosts: vec![TargetHost {
+                hostid: "10084".into(),
+                host: "web-01".into(),
+                groups: vec![linux.clone()],
+            }],
+            groups: vec![linux],
+        });
+        let v = serde_json::to_value(&input).expect("serializes");
+        assert_eq!(
+            v["targets"],
+            json!({"hosts": [{"hostid": "10084", "host": "web-01",
+                              "groups": [{"groupid": "2", "name": "Linux servers"}]}],
+                   "groups": [{"groupid": "2", "name": "Linux servers"}]})
+        );
+        let back: PolicyInput = serde_json::from_value(v).expect("deserializes");
+        assert_eq!(back, input);
+        // Absent, not null, where there are none (reads, list, resource).
+        let plain = serde_json::to_value(sample_input()).expect("serializes");
+        assert!(plain.get("targets").is_none());
     }
 
     #[test]

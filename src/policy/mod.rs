@@ -28,8 +28,8 @@ pub(crate) use decision::new_decision_id;
 pub use decision::{Approval, Decision, HistoryLimits};
 pub use engine::{PolicyEngine, PolicyStatus};
 pub use input::{
-    CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, ToolInfo, ToolKind,
-    ZabbixInfo,
+    CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, TargetGroup,
+    TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
 };
 pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink, HiddenTool, ListRecord};
 pub use log_writer::flush_all as flush_decision_logs;

@@ -244,6 +244,7 @@ fn sample_input(phase: Phase, name: &str, kind: ToolKind, method: &str) -> Polic
         },
         now: super::input::unix_now(),
         resource: None,
+        targets: None,
     }
 }
 

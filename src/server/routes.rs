@@ -111,6 +111,8 @@ fn refused(error: &GuardError) -> Response<Body> {
     let reason = crate::display::escape_text(&error.to_string());
     if refusal.status == StatusCode::FORBIDDEN {
         tracing::warn!(%reason, "request refused: possible DNS rebinding");
+    } else if refusal.code == "identity_incomplete" {
+        tracing::warn!(%reason, "request refused: incomplete caller identity");
     } else {
         tracing::info!(http.response.status_code = refusal.status.as_u16(), %reason, "request refused");
     }

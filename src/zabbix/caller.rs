@@ -1,8 +1,10 @@
 //! The caller: the Zabbix API token an agent presents and the Zabbix user it belongs to.
 //!
-//! The token's owner is resolved with `user.checkAuthentication {token}` and cached by a
-//! hash of the token, so Zabbix is asked once per token per TTL. The token itself is never
-//! printed: `ApiToken`'s Debug masks it, and logs carry only `token_id` (a hash prefix).
+//! The token's owner is resolved with `user.checkAuthentication {token}` and its group names
+//! with `usergroup.get`, and cached by a hash of the token, so Zabbix is asked once per token
+//! per TTL. Only a complete identity is cached: if either answer is missing or malformed, the
+//! request is refused and nothing is remembered. The token itself is never printed:
+//! `ApiToken`'s Debug masks it, and logs carry only `token_id` (a hash prefix).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -31,7 +33,7 @@ pub struct Identity {
     #[serde(rename = "type")]
     pub user_type: i64,
     pub roleid: String,
-    /// Names of the user's groups (empty when the token may not read them).
+    /// Names of the user's groups (never empty: every Zabbix user is in at least one).
     pub usrgrps: Vec<String>,
 }
 
@@ -51,6 +53,15 @@ pub enum CallerError {
     InvalidToken(String),
     #[error(transparent)]
     Upstream(ZabbixError),
+    /// The owner is known but their user groups are not: policies that restrict by group
+    /// would see a member of no group, so the identity is refused as a whole.
+    #[error(
+        "the caller's identity is incomplete: the user groups of the token's owner could not be read with usergroup.get ({0}); allow usergroup.get in the user's role"
+    )]
+    GroupsUnavailable(ZabbixError),
+    /// An answer that lacks a field the identity needs.
+    #[error("the caller's identity is incomplete: {method} answered without a valid {field}")]
+    Incomplete { method: Method, field: &'static str },
 }
 
 /// Resolves tokens to identities, with a bounded, short-lived cache.
@@ -113,6 +124,13 @@ impl CallerResolver {
             .map_err(|e| match e.as_ref() {
                 CallerError::InvalidToken(m) => CallerError::InvalidToken(m.clone()),
                 CallerError::Upstream(z) => CallerError::Upstream(clone_upstream(z)),
+                CallerError::GroupsUnavailable(z) => {
+                    CallerError::GroupsUnavailable(clone_upstream(z))
+                }
+                CallerError::Incomplete { method, field } => CallerError::Incomplete {
+                    method: *method,
+                    field,
+                },
             })
     }
 }
@@ -143,40 +161,86 @@ async fn lookup(client: &ZabbixClient, token: &ApiToken) -> Result<Arc<Identity>
             "Zabbix returned no user for the token".into(),
         ));
     }
-    // Group names matter to policies; a token that may not read them gets an empty list.
-    let usrgrps = client
+    let incomplete = |field| CallerError::Incomplete {
+        method: Method::UserCheckAuthentication,
+        field,
+    };
+    let username = Some(text("username"))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| incomplete("username"))?;
+    let roleid = Some(text("roleid"))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| incomplete("roleid"))?;
+    let user_type = text("type")
+        .parse::<i64>()
+        .ok()
+        .filter(|t| (1..=3).contains(t))
+        .ok_or_else(|| incomplete("type"))?;
+    let groups = client
         .call(
             Method::UserGroupGet,
             &json!({ "userids": [userid], "output": ["name"], "sortfield": "name" }),
             Some((token, version)),
         )
         .await
-        .ok()
-        .and_then(|v| v.as_array().cloned())
-        .map(|groups| {
-            groups
-                .iter()
-                .filter_map(|g| g["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+        .map_err(CallerError::GroupsUnavailable)?;
     Ok(Arc::new(Identity {
-        username: text("username"),
-        user_type: text("type").parse().unwrap_or(0),
-        roleid: text("roleid"),
+        username,
+        user_type,
+        roleid,
         userid,
-        usrgrps,
+        usrgrps: group_names(&groups)?,
     }))
 }
 
+/// The names in a `usergroup.get` answer: a non-empty list of objects with a name each.
+/// Anything else (a user in no group is impossible in Zabbix) is an incomplete identity.
+fn group_names(groups: &Value) -> Result<Vec<String>, CallerError> {
+    let incomplete = CallerError::Incomplete {
+        method: Method::UserGroupGet,
+        field: "name",
+    };
+    let list = groups.as_array().filter(|l| !l.is_empty());
+    let Some(list) = list else {
+        return Err(incomplete);
+    };
+    list.iter()
+        .map(|g| {
+            g["name"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or(incomplete)
+}
+
 /// moka hands errors back behind an Arc; rebuild an owned one for the caller.
-fn clone_upstream(error: &ZabbixError) -> ZabbixError {
+pub(crate) fn clone_upstream(error: &ZabbixError) -> ZabbixError {
     error.clone()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::ApiToken;
+    use serde_json::json;
+
+    use super::{ApiToken, CallerError, group_names};
+
+    #[test]
+    fn group_names_need_a_complete_answer() {
+        let names = group_names(&json!([{"name": "A"}, {"name": "B"}])).unwrap();
+        assert_eq!(names, ["A", "B"]);
+        for partial in [
+            json!([]),
+            json!(null),
+            json!([{"name": "A"}, {"usrgrpid": "7"}]),
+        ] {
+            assert!(
+                matches!(group_names(&partial), Err(CallerError::Incomplete { .. })),
+                "{partial}"
+            );
+        }
+    }
 
     #[test]
     fn token_never_prints() {

@@ -19,7 +19,8 @@ use std::time::Duration;
 use support::{
     Human, LAB, Reply, TOOL, ack_args, acknowledge, acknowledge_once, acknowledged_now, acks,
     applied, approval_logged, brief, call_ids, connect, event_of, failed, log_lines, new_problem,
-    question_in, retry, saw_exactly, sha256, sidecar, untouched, without_auth,
+    open_problem_other_than, question_in, retry, saw_exactly, sha256, sidecar, untouched,
+    without_auth,
 };
 use zabbix_mcp_guard::config::SessionMode;
 // ---------------------------------------------------------------------------------------
@@ -363,9 +364,11 @@ async fn tampered_or_misused_state_is_refused() {
     let result = retry(&operator, TOOL, ack_args(&event), &state, Reply::Approve).await;
     refused(result, "another caller", "approval request state");
 
-    // Other arguments on the retry.
+    // Other arguments on the retry (another problem the caller can see, so that its targets
+    // resolve and the state is what refuses it).
+    let another = open_problem_other_than(&reader, &event).await;
     let other =
-        json!({"eventids": [event, "1"], "message": "approved through zabbix-mcp-guard tests"});
+        json!({"eventids": [event, another], "message": "approved through zabbix-mcp-guard tests"});
     let result = retry(&client, TOOL, other, &state, Reply::Approve).await;
     refused(result, "other eventids", "arguments changed");
     let result = retry(
@@ -430,8 +433,10 @@ async fn elicitation_failure_logs_an_approval_event() {
     let side = sidecar(&proxy, "required", SessionMode::Stateful, None).await;
     let broken = Human::new(Reply::Fail, true, ProtocolVersion::V_2025_11_25);
     let client = connect(&side.guard, &lab.token, &broken).await;
-    // Nothing is sent, so any event ID will do.
-    let body = failed(&acknowledge(&client, "1").await, "approval_unavailable");
+    // Nothing is sent, so any open problem will do (its targets must resolve).
+    let reader = common::client(&side.guard, &lab.token).await;
+    let event = open_problem_other_than(&reader, "").await;
+    let body = failed(&acknowledge(&client, &event).await, "approval_unavailable");
     assert!(acks(&recorder).is_empty(), "nothing sent");
     let lines = log_lines(&side.log);
     let id = body["decision_id"].as_str().unwrap();

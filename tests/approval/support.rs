@@ -413,6 +413,19 @@ pub fn acknowledged(reader_env: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// An open problem the reader can see, other than `event` (the lab always has some).
+pub async fn open_problem_other_than(reader: &common::Client, event: &str) -> String {
+    let env = read(reader, "problem_get", json!({"limit": 10})).await;
+    env["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["eventid"].as_str())
+        .find(|id| *id != event)
+        .expect("another open problem in the lab")
+        .to_owned()
+}
+
 /// The problem is still open and not acknowledged (nothing was sent).
 pub async fn untouched(reader: &common::Client, event: &str) {
     let env = read(

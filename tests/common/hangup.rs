@@ -58,6 +58,20 @@ async fn serve(mut stream: TcpStream, count: Arc<AtomicUsize>) {
                 json!({"userid": "1", "username": "Admin", "type": 3, "roleid": "3"})
             }
             "usergroup.get" => json!([{"name": "Zabbix administrators"}]),
+            // The targets of a write: every event is on one host in one group.
+            "event.get" => {
+                let events = request["params"]["eventids"].as_array().cloned();
+                let hosts = json!([{"hostid": "10084"}]);
+                Value::Array(
+                    events
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|id| json!({"eventid": id, "hosts": hosts}))
+                        .collect(),
+                )
+            }
+            "host.get" => json!([{"hostid": "10084", "host": "stub-host",
+                "hostgroups": [{"groupid": "2", "name": "Stub servers"}]}]),
             _ => json!([]),
         };
         let answer = json!({"jsonrpc": "2.0", "result": result, "id": request["id"]}).to_string();

@@ -7,6 +7,7 @@ pub mod recorder;
 pub mod stub;
 pub mod tls;
 pub mod trapper;
+pub mod zapi;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

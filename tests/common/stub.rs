@@ -15,33 +15,63 @@ use tokio::net::TcpListener;
 #[derive(Clone, Default)]
 pub struct Stub {
     pub calls: Arc<AtomicUsize>,
+    /// How many of the next `usergroup.get` calls answer only after the group delay.
+    pub slow_group_calls: Arc<AtomicUsize>,
+    /// `usergroup.get` calls answered so far (slow or not).
+    pub group_calls: Arc<AtomicUsize>,
 }
 
 /// Starts a stub that answers data methods after `delay`; returns its API URL.
 pub async fn start(delay: Duration) -> (String, Stub) {
-    start_answering(
-        delay,
-        json!([{"hostid": "1", "host": "slow", "name": "slow"}]),
-    )
-    .await
+    start_full(delay, default_result(), Duration::ZERO, 0).await
 }
 
 /// Starts a stub that answers data methods with `result` after `delay`.
 pub async fn start_answering(delay: Duration, result: Value) -> (String, Stub) {
+    start_full(delay, result, Duration::ZERO, 0).await
+}
+
+/// As `start`, and the next `slow_group_calls` `usergroup.get` calls wait `group_delay`.
+pub async fn start_with(
+    delay: Duration,
+    group_delay: Duration,
+    slow_group_calls: usize,
+) -> (String, Stub) {
+    start_full(delay, default_result(), group_delay, slow_group_calls).await
+}
+
+fn default_result() -> Value {
+    json!([{"hostid": "1", "host": "slow", "name": "slow"}])
+}
+
+async fn start_full(
+    delay: Duration,
+    result: Value,
+    group_delay: Duration,
+    slow_group_calls: usize,
+) -> (String, Stub) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stub = Stub::default();
+    stub.slow_group_calls
+        .store(slow_group_calls, Ordering::SeqCst);
     let calls = stub.calls.clone();
+    let slow = stub.slow_group_calls.clone();
+    let group_calls = stub.group_calls.clone();
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
             let calls = calls.clone();
+            let slow = slow.clone();
+            let group_calls = group_calls.clone();
             let answer = result.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let calls = calls.clone();
+                    let slow = slow.clone();
+                    let group_calls = group_calls.clone();
                     let answer = answer.clone();
                     async move {
                         let body = req.into_body().collect().await.unwrap().to_bytes();
@@ -51,7 +81,18 @@ pub async fn start_answering(delay: Duration, result: Value) -> (String, Stub) {
                             "user.checkAuthentication" => {
                                 json!({"userid": "1", "username": "Admin", "type": 3, "roleid": "3"})
                             }
-                            "usergroup.get" => json!([{"name": "Zabbix administrators"}]),
+                            "usergroup.get" => {
+                                group_calls.fetch_add(1, Ordering::SeqCst);
+                                let is_slow = slow
+                                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                                        n.checked_sub(1)
+                                    })
+                                    .is_ok();
+                                if is_slow {
+                                    tokio::time::sleep(group_delay).await;
+                                }
+                                json!([{"name": "Zabbix administrators"}])
+                            }
                             _ => {
                                 calls.fetch_add(1, Ordering::SeqCst);
                                 tokio::time::sleep(delay).await;

@@ -5,13 +5,12 @@
 #
 # - The window is checked on calls; tools/list still offers the tools, so clients do not
 #   see tools appear and vanish with the clock.
-# - maintenance_create must name groupids, all of them allowed, and no hostids (hosts
-#   cannot be checked against the groups). maintenance_update may only set allowed
-#   groupids and no hostids.
-# - maintenance_update and maintenance_delete address an existing maintenance by ID; the
-#   input does not show its current hosts and groups. Zabbix only lets a user change a
-#   maintenance whose hosts it can write to, so give the callers' user groups read-write
-#   access to the same host groups; the required approval shows the human the payload.
+# - The scope is checked on what the call touches (input.targets, resolved by the sidecar
+#   with the caller's token): the host groups it names and those of the maintenance it
+#   changes or deletes must all be in scope, and every host (named, or already in the
+#   maintenance) must be in at least one host group of the scope. For maintenance_update the
+#   targets are the maintenance as it is plus what the update names, so a maintenance
+#   outside the scope cannot be taken over, nor one inside it moved out.
 package zabbix.mcp
 
 import rego.v1
@@ -54,10 +53,6 @@ in_window if {
 	hour < end_hour
 }
 
-groupids := object.get(input.arguments, "groupids", [])
-
-hostids := object.get(input.arguments, "hostids", [])
-
 deny contains msg if {
 	input.version != 1
 	msg := sprintf("unsupported policy input version %v", [input.version])
@@ -77,25 +72,33 @@ deny contains msg if {
 	])
 }
 
-deny contains "maintenance_create must name groupids from the change window scope" if {
-	input.phase == "call"
-	input.tool.name == "maintenance_create"
-	count(groupids) == 0
+# A host is in scope when one of its host groups is in the scope.
+in_scope(host) if {
+	some g in host.groups
+	g.groupid in window_groupids
 }
 
 deny contains msg if {
 	input.phase == "call"
-	input.tool.name in {"maintenance_create", "maintenance_update"}
-	some g in groupids
-	not g in window_groupids
-	msg := sprintf("host group %v is outside the change window scope", [g])
+	maintenance_write
+	some g in input.targets.groups
+	not g.groupid in window_groupids
+	msg := sprintf("host group %v (%v) is outside the change window scope", [g.name, g.groupid])
 }
 
 deny contains msg if {
 	input.phase == "call"
-	input.tool.name in {"maintenance_create", "maintenance_update"}
-	count(hostids) > 0
-	msg := sprintf("%s may not name hostids under the change window policy; use groupids", [input.tool.name])
+	maintenance_write
+	some host in input.targets.hosts
+	not in_scope(host)
+	msg := sprintf("host %v is in no host group of the change window scope", [host.host])
+}
+
+deny contains msg if {
+	input.phase == "call"
+	maintenance_write
+	not input.targets
+	msg := sprintf("%s needs the targets of the call to check the scope", [input.tool.name])
 }
 
 default allow := false

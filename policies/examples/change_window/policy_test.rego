@@ -38,7 +38,19 @@ call(t, args, now) := {
 		"address": "10.0.0.7", "name": "claude-code", "version": "2.1",
 		"protocol_version": "2025-11-25", "elicitation": ["form"],
 	},
-	"zabbix": {"version": "7.0.22"}, "now": now,
+	"zabbix": {"version": "7.0.22"}, "now": now, "targets": targets_of(args),
+}
+
+group(id) := {"groupid": id, "name": sprintf("group %v", [id])}
+
+# The targets the sidecar would resolve for these arguments: named groups, and hosts whose
+# groups are given by host_groups (hostid -> groupids).
+host_groups := {"10084": ["2"], "10085": ["9"]}
+
+targets_of(args) := {
+	"hosts": [{"hostid": h, "host": sprintf("host-%v", [h]), "groups": [group(g) | some g in host_groups[h]]} |
+		some h in object.get(args, "hostids", [])],
+	"groups": [group(g) | some g in object.get(args, "groupids", [])],
 }
 
 good_create := {"name": "patch", "groupids": ["2"], "active_since": 1767780000, "active_till": 1767783600}
@@ -69,23 +81,35 @@ test_weekend_denied if {
 test_foreign_group_denied if {
 	d := mcp.decision with input as call(create, object.union(good_create, {"groupids": ["2", "9"]}), wednesday_10h)
 	d.allow == false
-	d.reasons == {"host group 9 is outside the change window scope"}
+	d.reasons == {"host group group 9 (9) is outside the change window scope"}
 }
 
-test_create_without_groups_or_with_hosts_denied if {
+test_hosts_are_scoped_by_their_groups if {
 	no_groups := object.remove(good_create, ["groupids"])
-	hosts_only := mcp.decision with input as call(create, object.union(no_groups, {"hostids": ["10084"]}), wednesday_10h)
-	hosts_only.allow == false
-	both := mcp.decision with input as call(create, object.union(good_create, {"hostids": ["10084"]}), wednesday_10h)
-	both.allow == false
-	update_hosts := mcp.decision with input as call(update, {"maintenanceid": "5", "hostids": ["10084"]}, wednesday_10h)
-	update_hosts.allow == false
+	inside := mcp.decision with input as call(create, object.union(no_groups, {"hostids": ["10084"]}), wednesday_10h)
+	inside.allow == true
+	outside := mcp.decision with input as call(create, object.union(good_create, {"hostids": ["10085"]}), wednesday_10h)
+	outside.reasons == {"host host-10085 is in no host group of the change window scope"}
 }
 
-test_update_in_window_allowed if {
-	d := mcp.decision with input as call(update, {"maintenanceid": "5", "groupids": ["4"]}, wednesday_10h)
-	d.allow == true
-	d.approval == "required"
+test_update_and_delete_are_scoped_by_the_maintenance if {
+	# The maintenance as it is: its hosts and groups are in the targets too.
+	existing := {"hosts": [{"hostid": "10085", "host": "db", "groups": [group("9")]}], "groups": []}
+	args := {"maintenanceid": "5", "groupids": ["4"]}
+	update_input := object.union(call(update, args, wednesday_10h), {"targets": existing})
+	d := mcp.decision with input as update_input
+	d.reasons == {"host db is in no host group of the change window scope"}
+	delete_input := object.union(call(delete, {"maintenanceids": ["5"]}, wednesday_10h), {"targets": existing})
+	gone := mcp.decision with input as delete_input
+	gone.allow == false
+	ok := mcp.decision with input as call(update, args, wednesday_10h)
+	ok.allow == true
+	ok.approval == "required"
+}
+
+test_without_targets_denied if {
+	d := mcp.decision with input as object.remove(call(create, good_create, wednesday_10h), ["targets"])
+	d.reasons == {"maintenance_create needs the targets of the call to check the scope"}
 }
 
 test_listed_outside_window if {

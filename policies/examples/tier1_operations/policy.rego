@@ -4,17 +4,15 @@
 #
 # For tier 1 callers:
 # - only problem_get, problem_acknowledge and problem_annotate are offered and allowed,
-#   also when the caller is in other groups too (the most restrictive rule wins);
+#   also when the caller is in other groups too (the most restrictive rule wins); the other
+#   tools do not exist for them (a call by name answers "unknown tool");
 # - problem_get must be scoped with groupids, all of them tier 1 groups. Zabbix combines
 #   groupids with the other filters (eventids, hostids...) by AND, so the result cannot
 #   leave those groups;
-# - problem_acknowledge and problem_annotate address events by eventids: the input does
-#   not say which host groups those events belong to, so the policy cannot check them.
-#   If the arguments carry groupids they must be tier 1 groups; otherwise the scope is
-#   Zabbix's own permissions (give the tier 1 user group read-write access to exactly
-#   these host groups; Zabbix refuses to acknowledge events the user cannot see) and a
-#   human must approve every such write (approval "required"). Set
-#   data.tier1.strict_event_scope to true to deny them instead unless groupids are given;
+# - problem_acknowledge and problem_annotate are scoped by what they touch: the sidecar
+#   resolves the events' hosts and their host groups with the caller's token
+#   (input.targets), and every host must be in at least one tier 1 host group. An event the
+#   caller cannot see never gets here (unresolvable targets deny);
 # - no history (history_get is not among the tools; the limits are zero besides).
 package zabbix.mcp
 
@@ -82,23 +80,34 @@ deny contains msg if {
 	msg := sprintf("tier 1: host group %v is outside the tier 1 scope", [g])
 }
 
+# A host is in scope when one of its host groups is a tier 1 group.
+in_scope(host) if {
+	some g in host.groups
+	g.groupid in tier1_groupids
+}
+
 deny contains msg if {
 	is_tier1
 	input.phase == "call"
 	input.tool.name in event_tools
-	count(groupids) == 0
-	object.get(config, "strict_event_scope", false) == true
-	msg := sprintf("tier 1: %s needs groupids to check the scope (strict_event_scope)", [input.tool.name])
+	some host in input.targets.hosts
+	not in_scope(host)
+	msg := sprintf("tier 1: host %v is outside the tier 1 scope", [host.host])
+}
+
+deny contains msg if {
+	is_tier1
+	input.phase == "call"
+	input.tool.name in event_tools
+	not input.targets
+	msg := sprintf("tier 1: %s needs the targets of the call to check the scope", [input.tool.name])
 }
 
 default allow := false
 
 allow if count(deny) == 0
 
-approval := "required" if {
-	is_tier1
-	input.tool.kind == "write"
-} else := "if_supported" if {
+approval := "if_supported" if {
 	input.tool.kind == "write"
 } else := "none"
 

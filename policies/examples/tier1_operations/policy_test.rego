@@ -62,28 +62,46 @@ test_tier1_problem_get_listed if {
 	d.allow == true
 }
 
-test_tier1_acknowledge_needs_human_approval if {
-	d := mcp.decision with input as call(problem_ack, {"eventids": ["100"]}, tier1_caller)
+# Targets as the sidecar resolves them for eventids: the events' hosts with their groups.
+targets_on(groupids) := {"hosts": [{
+	"hostid": "10084", "host": "web-01",
+	"groups": [{"groupid": g, "name": sprintf("group %v", [g])} | some g in groupids],
+}], "groups": []}
+
+ack(args, caller, targets) := object.union(call(problem_ack, args, caller), {"targets": targets})
+
+test_tier1_acknowledge_in_scope_allowed if {
+	d := mcp.decision with input as ack({"eventids": ["100"]}, tier1_caller, targets_on(["9", "4"]))
 	d.allow == true
-	d.approval == "required"
+	d.approval == "if_supported"
 }
 
-test_tier1_acknowledge_with_foreign_groupids_denied if {
-	d := mcp.decision with input as call(problem_ack, {"eventids": ["100"], "groupids": ["9"]}, tier1_caller)
+test_tier1_acknowledge_out_of_scope_denied if {
+	d := mcp.decision with input as ack({"eventids": ["100"]}, tier1_caller, targets_on(["9"]))
 	d.allow == false
+	d.reasons == {"tier 1: host web-01 is outside the tier 1 scope"}
 }
 
-test_tier1_acknowledge_strict_scope_denied if {
+test_tier1_acknowledge_one_host_out_of_scope_denied if {
+	two := {"hosts": [
+		{"hostid": "1", "host": "in", "groups": [{"groupid": "2", "name": "a"}]},
+		{"hostid": "2", "host": "out", "groups": [{"groupid": "9", "name": "b"}]},
+	], "groups": []}
+	d := mcp.decision with input as ack({"eventids": ["100", "101"]}, tier1_caller, two)
+	d.reasons == {"tier 1: host out is outside the tier 1 scope"}
+}
+
+test_tier1_acknowledge_without_targets_denied if {
 	d := mcp.decision with input as call(problem_ack, {"eventids": ["100"]}, tier1_caller)
-		with data.tier1.strict_event_scope as true
 	d.allow == false
+	d.reasons == {"tier 1: problem_acknowledge needs the targets of the call to check the scope"}
 }
 
 test_others_get_default_behaviour if {
 	d := mcp.decision with input as call(host_get, {}, other_caller)
 	d.allow == true
 	d.history.max_window_seconds == 604800
-	w := mcp.decision with input as call(problem_ack, {"eventids": ["100"]}, other_caller)
+	w := mcp.decision with input as ack({"eventids": ["100"]}, other_caller, targets_on(["9"]))
 	w.allow == true
 	w.approval == "if_supported"
 }

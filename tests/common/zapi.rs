@@ -1,0 +1,82 @@
+//! Direct Zabbix API calls with the lab's Admin token, for test setup that the sidecar
+//! must not do itself (roles, users, tokens of one test). Names are unique per run.
+
+use serde_json::{Value, json};
+
+use super::Lab;
+
+/// One JSON-RPC call as Admin; panics on a Zabbix error (setup must not half succeed).
+pub async fn admin(lab: &Lab, method: &str, params: Value) -> Value {
+    super::init();
+    let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
+    let mut request = reqwest::Client::new().post(&lab.url);
+    // 6.0 takes the token in the body; 6.4+ in the header (7.2+ only there).
+    if lab.major == 6 {
+        body["auth"] = json!(lab.token);
+    } else {
+        request = request.bearer_auth(&lab.token);
+    }
+    let answer: Value = request
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method}: {e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{method}: {e}"));
+    assert!(answer["error"].is_null(), "{method} {params}: {answer}");
+    answer["result"].clone()
+}
+
+/// A name no other test run uses.
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// A user of its own (in `usrgrpid`, with a role denying `denied_methods`) and its API
+/// token. `delete` removes the user (its token goes with it) and the role.
+pub struct TestUser {
+    pub userid: String,
+    pub roleid: String,
+    pub token: String,
+}
+
+impl TestUser {
+    pub async fn create(lab: &Lab, usrgrpid: &str, denied_methods: &[&str]) -> TestUser {
+        let name = unique("mcp-test");
+        let role = admin(
+            lab,
+            "role.create",
+            json!({"name": name, "type": 1,
+                   "rules": {"api.access": 1, "api.mode": 0, "api": denied_methods}}),
+        )
+        .await;
+        let roleid = role["roleids"][0].as_str().expect("roleid").to_owned();
+        let user = admin(
+            lab,
+            "user.create",
+            json!({"username": name, "passwd": "McpTest-2026!x", "roleid": roleid,
+                   "usrgrps": [{"usrgrpid": usrgrpid}]}),
+        )
+        .await;
+        let userid = user["userids"][0].as_str().expect("userid").to_owned();
+        let token = admin(lab, "token.create", json!({"name": name, "userid": userid})).await;
+        let tokenid = token["tokenids"][0].as_str().expect("tokenid").to_owned();
+        let generated = admin(lab, "token.generate", json!([tokenid])).await;
+        let token = generated[0]["token"].as_str().expect("token").to_owned();
+        TestUser {
+            userid,
+            roleid,
+            token,
+        }
+    }
+
+    pub async fn delete(self, lab: &Lab) {
+        admin(lab, "user.delete", json!([self.userid])).await;
+        admin(lab, "role.delete", json!([self.roleid])).await;
+    }
+}
