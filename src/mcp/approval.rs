@@ -47,6 +47,8 @@ pub enum Route {
     InputRequired,
     /// The policy requires approval and the client cannot give one.
     Unavailable,
+    /// A person decides on the approval page (`crate::mcp::page_approval`).
+    Page,
 }
 
 /// What the human answered.
@@ -150,6 +152,7 @@ pub fn route(approval: Approval, context: &RequestContext<RoleServer>, can_form:
     };
     match (approval, ask) {
         (Approval::None, _) => Route::Apply,
+        (Approval::Page, _) => Route::Page,
         (Approval::IfSupported, Some(route)) | (Approval::Required, Some(route)) => route,
         (Approval::IfSupported, None) => Route::Apply,
         (Approval::Required, None) => Route::Unavailable,

@@ -4,6 +4,7 @@
 pub mod approval;
 pub mod errors;
 pub mod gate;
+pub mod page_approval;
 pub mod resources;
 pub mod tools;
 pub mod write;

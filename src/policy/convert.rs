@@ -18,7 +18,7 @@ use super::input::{CallerInfo, ClientInfo, Phase, PolicyInput, ToolInfo, ToolKin
 /// reference-count increment.
 struct Strings {
     keys: [Value; KEY_COUNT],
-    phase: [Value; 3],
+    phase: [Value; 4],
     kind: [Value; 2],
 }
 
@@ -52,6 +52,7 @@ enum Key {
     Elicitation,
     Uri,
     Id,
+    Approver,
 }
 
 const KEY_NAMES: [&str; KEY_COUNT] = [
@@ -82,8 +83,9 @@ const KEY_NAMES: [&str; KEY_COUNT] = [
     "elicitation",
     "uri",
     "id",
+    "approver",
 ];
-const KEY_COUNT: usize = 27;
+const KEY_COUNT: usize = 28;
 
 /// The last converted value of each repeating part, per thread.
 #[derive(Default)]
@@ -100,7 +102,7 @@ thread_local! {
 
 static STRINGS: LazyLock<Strings> = LazyLock::new(|| Strings {
     keys: KEY_NAMES.map(Value::from),
-    phase: ["list", "call", "resource"].map(Value::from),
+    phase: ["list", "call", "resource", "approve"].map(Value::from),
     kind: ["read", "write"].map(Value::from),
 });
 
@@ -136,6 +138,7 @@ pub(crate) fn input_value(input: &PolicyInput) -> Value {
         Phase::List => 0,
         Phase::Call => 1,
         Phase::Resource => 2,
+        Phase::Approve => 3,
     };
     let (tool, caller, client, zabbix) = PARTS.with(|cell| match cell.try_borrow_mut() {
         Ok(mut parts) => (
@@ -170,6 +173,9 @@ pub(crate) fn input_value(input: &PolicyInput) -> Value {
                 .set(Key::Id, text(&resource.id))
                 .build(),
         );
+    }
+    if let Some(approver) = &input.approver {
+        doc = doc.set(Key::Approver, caller_value(s, approver));
     }
     doc.build()
 }
@@ -308,6 +314,12 @@ mod tests {
         input.client.name = None;
         let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
         assert_eq!(input_value(&input), via_serde);
+        input.resource = None;
+        input.phase = crate::policy::input::Phase::Approve;
+        input.approver = Some(input.caller.clone());
+        let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
+        assert_eq!(input_value(&input), via_serde);
+        input.approver = None;
         // The per-thread memo must never serve a stale part.
         for user in ["alice", "bob", "alice"] {
             input.caller.username = user.into();

@@ -9,14 +9,15 @@ use serde_json::{Map, Value};
 /// The input document version; bump it on any incompatible change of the shape.
 pub const INPUT_VERSION: u32 = 1;
 
-/// What is being decided: the offer of a tool in `tools/list`, a tool call, or a
-/// resource read.
+/// What is being decided: the offer of a tool in `tools/list`, a tool call, a resource
+/// read, or whether a person on the approval page may decide a pending call (`approve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     List,
     Call,
     Resource,
+    Approve,
 }
 
 /// Whether a tool changes Zabbix.
@@ -43,6 +44,10 @@ pub struct PolicyInput {
     /// Only for phase `resource`; `tool` is then the tool that owns the resource kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<ResourceInfo>,
+    /// Only for phase `approve`: the person deciding on the approval page, resolved from
+    /// their own sign-in; the rest of the document is the pending call's `call` input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<CallerInfo>,
 }
 
 /// `input.tool`: always the plain (unprefixed) tool name, plus the exposed one.
@@ -118,6 +123,7 @@ impl PolicyInput {
             zabbix,
             now: unix_now(),
             resource: None,
+            approver: None,
         }
     }
 

@@ -23,7 +23,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-pub use decision::{Approval, Decision, HistoryLimits};
+pub use decision::{Approval, Approvers, Decision, HistoryLimits};
 pub use engine::{PolicyEngine, PolicyStatus};
 pub use input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, ToolInfo, ToolKind,

@@ -154,6 +154,7 @@ const fn phase_name(phase: Phase) -> &'static str {
         Phase::List => "list",
         Phase::Call => "call",
         Phase::Resource => "resource",
+        Phase::Approve => "approve",
     }
 }
 
@@ -191,6 +192,7 @@ fn sample_inputs() -> [PolicyInput; 2] {
         },
         now: super::input::unix_now(),
         resource: None,
+        approver: None,
     };
     [
         sample(Phase::Call, tool("host_get", ToolKind::Read, "host.get")),
