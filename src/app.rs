@@ -10,6 +10,7 @@ use crate::exposure::Exposure;
 use crate::mcp::approval::{ApprovalError, Approver};
 use crate::mcp::tools::ToolList;
 use crate::policy::{DecisionLog, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode};
+use crate::store::{Store, StoreError};
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 
 /// How many token identities are cached, and for how long: short, so that a revoked or
@@ -25,6 +26,8 @@ pub struct App {
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
     pub approver: Approver,
+    /// Page approvals and single-use records: memory, or Redis shared by replicas.
+    pub store: Arc<Store>,
     /// Tool calls and resource reads under way; shutdown waits for them.
     pub in_flight: InFlight,
     tools: RwLock<Option<Arc<ToolList>>>,
@@ -45,6 +48,8 @@ pub enum AppError {
     Policy(#[from] PolicyError),
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl App {
@@ -64,7 +69,15 @@ impl App {
             config::DecisionLogSink::File(path) => DecisionLogSink::File(path.clone()),
         };
         let decisions = DecisionLog::open(sink)?;
-        let approver = Approver::new(config.approval_seal_key.as_ref().map(|k| k.expose()))?;
+        let store_url = config
+            .shared_store
+            .as_ref()
+            .map(|s| String::from_utf8_lossy(s.expose()).into_owned());
+        let store = Arc::new(Store::open(store_url.as_deref(), config.timeout)?);
+        let approver = Approver::new(
+            config.approval_seal_key.as_ref().map(|k| k.expose()),
+            store.clone(),
+        )?;
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
             timeout: config.timeout,
@@ -80,6 +93,7 @@ impl App {
             policy,
             decisions,
             approver,
+            store,
             in_flight: InFlight::default(),
             tools: RwLock::new(None),
         }))

@@ -31,6 +31,12 @@ pub enum Param {
     DecisionLog,
     SessionMode,
     ApprovalSealKey,
+    SharedStore,
+    ApprovalListenIp,
+    ApprovalListenPort,
+    ApprovalAllowedIp,
+    ApprovalUrl,
+    ApprovalTimeout,
     Include,
 }
 
@@ -52,7 +58,7 @@ pub const ENV_PREFIX: &str = "ZABBIX_MCP_GUARD_";
 
 /// (parameter, name in the file, kebab-case flag without `--`, arity), in the order
 /// `-T` prints them.
-const TABLE: [(Param, &str, &str, Arity); 28] = [
+const TABLE: [(Param, &str, &str, Arity); 34] = [
     (
         Param::FrontendUrl,
         "FrontendURL",
@@ -160,6 +166,42 @@ const TABLE: [(Param, &str, &str, Arity); 28] = [
         "approval-seal-key",
         Arity::Single,
     ),
+    (
+        Param::SharedStore,
+        "SharedStore",
+        "shared-store",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalListenIp,
+        "ApprovalListenIP",
+        "approval-listen-ip",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalListenPort,
+        "ApprovalListenPort",
+        "approval-listen-port",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalAllowedIp,
+        "ApprovalAllowedIP",
+        "approval-allowed-ip",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalUrl,
+        "ApprovalURL",
+        "approval-url",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalTimeout,
+        "ApprovalTimeout",
+        "approval-timeout",
+        Arity::Single,
+    ),
     (Param::Include, "Include", "include", Arity::Include),
 ];
 
@@ -210,7 +252,8 @@ impl Param {
 
     /// Secrets are never printed.
     pub fn is_secret(self) -> bool {
-        self == Param::ApprovalSealKey
+        // A SharedStore URL may carry the Redis password.
+        matches!(self, Param::ApprovalSealKey | Param::SharedStore)
     }
 }
 

@@ -7,6 +7,7 @@
 //! 2026-07-28 get an input-required result whose request state is sealed with
 //! `ApprovalSealKey` (any replica with the key can finish it) and answer by retrying.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::policy::Approval;
+use crate::store::{Store, StoreError};
 use crate::zabbix::{Method, Payload};
 
 /// How long a sealed approval request stays valid.
@@ -30,10 +32,9 @@ const INPUT_KEY: &str = "approval";
 /// approved states were used.
 pub struct Approver {
     codec: RequestStateCodec,
-    /// Nonces of redeemed states, kept as long as a state can live. Per replica: a
-    /// deployment that lets two replicas redeem the same state needs sticky routing of the
-    /// retry (or one replica); documented in the README.
-    redeemed: moka::future::Cache<String, ()>,
+    /// Nonces of redeemed states, kept as long as a state can live, in the shared store:
+    /// with `SharedStore=redis://…` replicas agree, so a state is redeemed once overall.
+    store: Arc<Store>,
 }
 
 /// Which way this call gets (or skips) its human yes.
@@ -87,11 +88,13 @@ pub enum ApprovalError {
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]
     Schema(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl Approver {
     /// With `ApprovalSealKey`, or a random key (one replica only: another cannot open it).
-    pub fn new(key: Option<&[u8]>) -> Result<Self, ApprovalError> {
+    pub fn new(key: Option<&[u8]>, store: Arc<Store>) -> Result<Self, ApprovalError> {
         let key = match key {
             Some(key) => key.to_vec(),
             None => {
@@ -102,11 +105,7 @@ impl Approver {
         };
         let codec =
             RequestStateCodec::try_new(key).map_err(|e| ApprovalError::Key(e.to_string()))?;
-        let redeemed = moka::future::Cache::builder()
-            .max_capacity(100_000)
-            .time_to_live(APPROVAL_TTL)
-            .build();
-        Ok(Approver { codec, redeemed })
+        Ok(Approver { codec, store })
     }
 
     /// Seals the payload, bound to the caller's token so no one else can redeem it.
@@ -121,12 +120,7 @@ impl Approver {
 
     /// Marks an approved state as used; a second use is refused, even a concurrent one.
     pub async fn redeem(&self, sealed: &Sealed) -> Result<(), ApprovalError> {
-        let entry = self
-            .redeemed
-            .entry(sealed.nonce.clone())
-            .or_insert(())
-            .await;
-        if entry.is_fresh() {
+        if self.store.use_once(&sealed.nonce, APPROVAL_TTL).await? {
             Ok(())
         } else {
             Err(ApprovalError::AlreadyUsed)

@@ -60,7 +60,9 @@ impl ToolError {
                 | ApprovalError::Changed
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
-                ApprovalError::Key(_) | ApprovalError::Schema(_) => "internal_error",
+                ApprovalError::Key(_) | ApprovalError::Schema(_) | ApprovalError::Store(_) => {
+                    "internal_error"
+                }
             },
             ToolError::Response(_) | ToolError::NoCaller => "internal_error",
         }
