@@ -7,6 +7,7 @@
 //! resource read and writes the decision log.
 
 pub mod app;
+pub mod approval_page;
 pub mod calendar;
 pub mod catalog;
 pub mod cli;

@@ -1,25 +1,221 @@
-//! The MCP side of `page` approval: the agent learns where a person decides (URL-mode
-//! elicitation or an `approval_pending` tool error with the link) and retries the same
-//! call; the approved payload is sent once.
+//! The MCP side of `page` approval. The first call stores a pending approval keyed by
+//! (caller token, tool, payload SHA-256) and answers `approval_pending` with the link; a
+//! person decides on the approval page; the retry of the same call finds the decision:
+//! after a yes the stored body is sent, once (an atomic store transition), after a no
+//! `approval_declined`, after the expiry `approval_expired`, before a decision
+//! `approval_pending` again with the same id.
 
-use serde_json::json;
+use bytes::Bytes;
+use serde_json::{Value, json};
 
 use crate::app::App;
+use crate::catalog::ToolKind;
+use crate::mcp::approval::{ApprovalError, sha256_hex};
 use crate::mcp::errors::ToolError;
 use crate::mcp::write::{WriteCall, Written};
-use crate::zabbix::Payload;
+use crate::policy::{Phase, PolicyInput, ToolInfo};
+use crate::store::{ApprovalRecord, DecidedBy, From, Status, unix_now};
+use crate::zabbix::{Payload, ZabbixError};
 
 /// A write whose decision asks for `page` approval.
 pub(crate) async fn call(
     app: &App,
     call: &WriteCall<'_>,
-    _payload: &Payload,
-    sha256: &str,
+    params: &Value,
 ) -> Result<Written, ToolError> {
+    let decision_id = call.decision.decision_id.as_str();
+    let Some(page) = app.config.approval_page.as_ref() else {
+        app.decisions.event(
+            decision_id,
+            "approval",
+            json!({"outcome": "unavailable", "approval": "page", "reason": "approval page not configured"}),
+        );
+        return Err(ToolError::ApprovalPageOff);
+    };
+    let Some(approvers) = call.decision.approvers.clone() else {
+        // Verdict::parse makes `page` come with approvers; a decision without is not ours to guess.
+        return Err(ToolError::Denied {
+            reasons: vec!["approval page without approvers".into()],
+        });
+    };
+    let body = stable_body(call, params)?;
+    let sha256 = sha256_hex(&body);
+    let now = unix_now();
+    let fresh = ApprovalRecord {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        decision_id: decision_id.to_owned(),
+        input: call_input(call),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        sha256: sha256.clone(),
+        approvers,
+        created_at: now,
+        expires_at: now.saturating_add(app.config.approval_timeout.as_secs()),
+        status: Status::Pending,
+    };
+    let (record, created) = app.store.create_or_get(fresh).await?;
+    let url = format!("{}/approvals/{}", page.url, record.id);
+    if created {
+        app.decisions.event(
+            decision_id,
+            "approval_requested",
+            json!({"approval_id": record.id, "sha256": sha256, "expires_at": record.expires_at,
+                   "url": url, "approvers": record.approvers}),
+        );
+    } else {
+        // The retry's own decision line points at the approval it found.
+        app.decisions.event(
+            decision_id,
+            "approval",
+            json!({"via": "page", "approval_of": record.decision_id, "approval_id": record.id,
+                   "state": record.status.as_str()}),
+        );
+    }
+    match &record.status {
+        Status::Pending if record.expires_at > now => Err(pending(&record, url)),
+        Status::Pending => {
+            expire(app, &record, now).await?;
+            Err(ToolError::ApprovalExpired)
+        }
+        Status::Expired => {
+            app.store
+                .forget_key(&record.dedupe_key(), &record.id)
+                .await?;
+            Err(ToolError::ApprovalExpired)
+        }
+        Status::Declined(by) => Err(ToolError::ApprovalDeclined(format!(
+            "declined on the approval page by {}",
+            by.username
+        ))),
+        Status::Redeemed(_) => Err(ApprovalError::AlreadyUsed.into()),
+        Status::Approved(by) => redeem(app, call, &record, by, now).await,
+    }
+}
+
+/// Sends the approved body if this retry is the one that redeems it.
+async fn redeem(
+    app: &App,
+    call: &WriteCall<'_>,
+    record: &ApprovalRecord,
+    by: &DecidedBy,
+    now: u64,
+) -> Result<Written, ToolError> {
+    if record.expires_at <= now {
+        return Err(ToolError::ApprovalExpired);
+    }
+    let redeemed = app
+        .store
+        .transition(
+            &record.id,
+            From::Approved,
+            Status::Redeemed(by.clone()),
+            now,
+        )
+        .await?;
+    let Some(redeemed) = redeemed else {
+        // Another retry (maybe on another replica) won, or the time ran out meanwhile.
+        return match app.store.get(&record.id).await? {
+            Some(r) if matches!(r.status, Status::Approved(_)) => Err(ToolError::ApprovalExpired),
+            _ => Err(ApprovalError::AlreadyUsed.into()),
+        };
+    };
     app.decisions.event(
-        &call.decision.decision_id,
-        "approval",
-        json!({"outcome": "unavailable", "approval": "page", "sha256": sha256}),
+        &record.decision_id,
+        "redeemed",
+        json!({"approval_id": record.id, "sha256": redeemed.sha256,
+               "approved_by": {"userid": by.userid, "username": by.username},
+               "retry_decision_id": call.decision.decision_id}),
     );
-    Err(ToolError::ApprovalUnavailable)
+    let payload = Payload {
+        method: call.def.method,
+        body: Bytes::from(redeemed.body.into_bytes()),
+    };
+    let result = app
+        .zabbix
+        .send(&payload, Some((&call.caller.token, call.version)))
+        .await?;
+    let value = match result {
+        Value::Object(_) => result,
+        other => json!({ "result": other }),
+    };
+    Ok(Written::Done(rmcp::model::CallToolResult::structured(
+        value,
+    )))
+}
+
+async fn expire(app: &App, record: &ApprovalRecord, now: u64) -> Result<(), ToolError> {
+    let expired = app
+        .store
+        .transition(&record.id, From::Pending, Status::Expired, now)
+        .await?;
+    if expired.is_some() {
+        app.decisions.event(
+            &record.decision_id,
+            "approval_expired",
+            json!({"approval_id": record.id, "sha256": record.sha256}),
+        );
+    }
+    app.store
+        .forget_key(&record.dedupe_key(), &record.id)
+        .await?;
+    Ok(())
+}
+
+fn pending(record: &ApprovalRecord, url: String) -> ToolError {
+    ToolError::ApprovalPending {
+        approval_id: record.id.clone(),
+        url,
+        expires: rfc3339(record.expires_at),
+    }
+}
+
+/// The JSON-RPC body with a fixed id, so that the same arguments give the same bytes and
+/// hash on every retry and every replica (the id only pairs a response with its request).
+fn stable_body(call: &WriteCall<'_>, params: &Value) -> Result<Vec<u8>, ToolError> {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "method": call.def.method.as_str(),
+        "params": params,
+        "id": 1,
+    });
+    serde_json::to_vec(&body).map_err(|e| {
+        ToolError::Zabbix(ZabbixError::BadResponse(format!(
+            "cannot serialize request: {e}"
+        )))
+    })
+}
+
+/// The `call`-phase input of this call, kept with the approval for the `approve` phase.
+fn call_input(call: &WriteCall<'_>) -> PolicyInput {
+    let tool = ToolInfo {
+        name: call.def.name.to_owned(),
+        exposed_name: call.request.name.to_string(),
+        kind: match call.def.kind {
+            ToolKind::Read => crate::policy::ToolKind::Read,
+            ToolKind::Write => crate::policy::ToolKind::Write,
+        },
+        method: call.def.method.as_str().to_owned(),
+        destructive: call.def.destructive,
+        idempotent: call.def.idempotent,
+    };
+    let mut input = PolicyInput::new(
+        Phase::Call,
+        tool,
+        call.subject.caller.clone(),
+        call.subject.client.clone(),
+        call.subject.zabbix.clone(),
+    );
+    input.arguments = call.arguments.0.clone();
+    input
+}
+
+/// `2026-12-01T15:04:05Z` for Unix seconds.
+pub(crate) fn rfc3339(seconds: u64) -> String {
+    let (year, month, day) = crate::calendar::civil_from_days(seconds / 86_400);
+    let rest = seconds % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }

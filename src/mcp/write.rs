@@ -91,7 +91,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             );
             Ok(Written::Pending(CallToolResponse::InputRequired(result)))
         }
-        Route::Page => page_approval::call(app, &call, &payload, &sha256).await,
+        Route::Page => page_approval::call(app, &call, &params).await,
         Route::Unavailable => {
             app.decisions.event(
                 id,

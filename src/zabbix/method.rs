@@ -25,6 +25,10 @@ pub enum Method {
     MaintenanceCreate,
     MaintenanceUpdate,
     MaintenanceDelete,
+    /// The approval page: an approver's sign-in and sign-out, and the event summary.
+    UserLogin,
+    UserLogout,
+    EventGet,
 }
 
 impl Method {
@@ -50,6 +54,9 @@ impl Method {
             Method::MaintenanceCreate => "maintenance.create",
             Method::MaintenanceUpdate => "maintenance.update",
             Method::MaintenanceDelete => "maintenance.delete",
+            Method::UserLogin => "user.login",
+            Method::UserLogout => "user.logout",
+            Method::EventGet => "event.get",
         }
     }
 
@@ -57,7 +64,7 @@ impl Method {
     pub fn is_anonymous(self) -> bool {
         matches!(
             self,
-            Method::ApiInfoVersion | Method::UserCheckAuthentication
+            Method::ApiInfoVersion | Method::UserCheckAuthentication | Method::UserLogin
         )
     }
 
@@ -69,6 +76,8 @@ impl Method {
                 | Method::MaintenanceCreate
                 | Method::MaintenanceUpdate
                 | Method::MaintenanceDelete
+                | Method::UserLogin
+                | Method::UserLogout
         )
     }
 }
