@@ -311,7 +311,8 @@ up7() {
 ZBX_REDIS_PORT="${ZBX_REDIS_PORT:-6390}"
 up_approval_parts() {
   local missing=()
-  for p in redis-server chromium chromium-driver; do
+  # libssl-dev + pkg-config: the WebDriver client of the tests (fantoccini, native-tls).
+  for p in redis-server chromium chromium-driver libssl-dev pkg-config; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then

@@ -61,9 +61,16 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css"));
             reply
         }
-        (Method::GET, "/approvals/login") => login_form(page, next_of(&query), false),
+        (Method::GET, "/approvals/login") => {
+            login_form(page, login_csrf.as_deref(), next_of(&query), false)
+        }
+        (_, path) if !(path == "/approvals" || path.starts_with("/approvals/")) => {
+            plain(StatusCode::NOT_FOUND, "Not found.")
+        }
         (Method::POST, "/approvals/login") => {
-            let csrf_ok = login_csrf.is_some_and(|c| same_secret(&c, field("csrf")));
+            let csrf_ok = login_csrf
+                .as_deref()
+                .is_some_and(|c| same_secret(c, field("csrf")));
             if !csrf_ok {
                 return plain(
                     StatusCode::FORBIDDEN,
@@ -87,7 +94,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                     reply
                 }
                 Err(super::session::SignInError::Refused) => {
-                    let mut reply = login_form(page, next, true);
+                    let mut reply = login_form(page, login_csrf.as_deref(), next, true);
                     *reply.status_mut() = StatusCode::UNAUTHORIZED;
                     reply
                 }
@@ -223,8 +230,12 @@ async fn detail(
     reply
 }
 
-fn login_form(page: &Page, next: String, failed: bool) -> Reply {
-    let csrf = random_token();
+/// The sign-in form. Its CSRF token is the `zmg_login` cookie's, kept while it lives, so
+/// that several open sign-in forms (or a second load) do not invalidate each other.
+fn login_form(page: &Page, existing: Option<&str>, next: String, failed: bool) -> Reply {
+    let csrf = existing
+        .filter(|c| c.len() == 64 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
+        .map_or_else(random_token, str::to_owned);
     let mut reply = ok_html(html::login(&csrf, &next, failed));
     set_cookie(&mut reply, page, LOGIN_COOKIE, &csrf, 600);
     reply

@@ -125,9 +125,20 @@ fn describe_event(event: &Value) -> String {
         .and_then(|s| s.parse::<usize>().ok())
         .and_then(|s| SEVERITIES.get(s))
         .unwrap_or(&"unknown severity");
-    let hosts: Vec<&str> = event["hosts"]
+    let hosts: Vec<String> = event["hosts"]
         .as_array()
-        .map(|h| h.iter().filter_map(|h| h["name"].as_str()).collect())
+        .map(|hosts| {
+            hosts
+                .iter()
+                .map(|h| {
+                    let host = h["host"].as_str().unwrap_or("?");
+                    match h["name"].as_str() {
+                        Some(name) if name != host => format!("{host} ({name})"),
+                        _ => host.to_owned(),
+                    }
+                })
+                .collect()
+        })
         .unwrap_or_default();
-    format!("{name} · severity {severity} · host {}", hosts.join(", "))
+    format!("{name} | severity {severity} | host {}", hosts.join(", "))
 }
