@@ -108,7 +108,12 @@ impl ServerHandler for GuardHandler {
             def,
             version: tools.version,
         };
-        Ok(tools::call(&self.app, call).instrument(span).await)
+        let response = tools::call(&self.app, call).instrument(span).await;
+        // Clients that declare URL elicitation get the approval link as -32042.
+        match page_approval::url_elicitation(&subject, &response) {
+            Some(error) => Err(error),
+            None => Ok(response),
+        }
     }
 
     async fn list_resources(

@@ -3,15 +3,20 @@
 //! person decides on the approval page; the retry of the same call finds the decision:
 //! after a yes the stored body is sent, once (an atomic store transition), after a no
 //! `approval_declined`, after the expiry `approval_expired`, before a decision
-//! `approval_pending` again with the same id.
+//! `approval_pending` again with the same id. Clients that declare URL elicitation
+//! (`elicitation.url`) get the same answer as the JSON-RPC error -32042 (URL elicitation
+//! required) with the link and the approval id as `elicitationId`.
 
 use bytes::Bytes;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResponse, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::catalog::ToolKind;
 use crate::mcp::approval::{ApprovalError, sha256_hex};
 use crate::mcp::errors::ToolError;
+use crate::mcp::gate::Subject;
 use crate::mcp::write::{WriteCall, Written};
 use crate::policy::{Phase, PolicyInput, ToolInfo};
 use crate::store::{ApprovalRecord, DecidedBy, From, Status, unix_now};
@@ -218,4 +223,35 @@ pub(crate) fn rfc3339(seconds: u64) -> String {
         rest % 3600 / 60,
         rest % 60
     )
+}
+
+/// -32042, "URL elicitation required" (MCP 2025-11-25).
+const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
+
+/// The `approval_pending` answer as a URL elicitation, for a client that declared it.
+pub(crate) fn url_elicitation(subject: &Subject, response: &CallToolResponse) -> Option<McpError> {
+    if !subject.client.elicitation.iter().any(|m| m == "url") {
+        return None;
+    }
+    let CallToolResponse::Complete(result) = response else {
+        return None;
+    };
+    let body = result.structured_content.as_ref()?;
+    if result.is_error != Some(true) || body["code"] != "approval_pending" {
+        return None;
+    }
+    let data = &body["data"];
+    Some(McpError::new(
+        URL_ELICITATION_REQUIRED,
+        "a person must approve this call on the approval page",
+        Some(json!({
+            "elicitations": [{
+                "mode": "url",
+                "elicitationId": data["approval_id"],
+                "url": data["url"],
+                "message": body["message"],
+            }],
+            "decision_id": body["decision_id"],
+        })),
+    ))
 }

@@ -10,6 +10,14 @@ mod support;
 use std::time::Duration;
 
 use fantoccini::Locator;
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitationCapability, Implementation,
+    ProtocolVersion, UrlElicitationCapability,
+};
+use rmcp::service::ServiceError;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
 use common::recorder;
@@ -46,6 +54,7 @@ async fn approved_in_a_browser_then_sent_once() {
         page: true,
         timeout_secs: 900,
         shared_store: None,
+        stateful: false,
     })
     .await;
     let reader = common::client(&car.guard, &lab.token).await;
@@ -172,6 +181,7 @@ async fn refusals_on_the_page() {
         page: true,
         timeout_secs: 900,
         shared_store: None,
+        stateful: false,
     })
     .await;
     let reader = common::client(&car.guard, &lab.token).await;
@@ -312,6 +322,7 @@ async fn expired_approval_is_refused_and_asked_anew() {
         page: true,
         timeout_secs: 5,
         shared_store: None,
+        stateful: false,
     })
     .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
@@ -348,6 +359,7 @@ async fn page_off_means_unavailable() {
         page: false,
         timeout_secs: 900,
         shared_store: None,
+        stateful: false,
     })
     .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
@@ -367,6 +379,7 @@ async fn replicas_share_approvals_through_redis() {
             page: true,
             timeout_secs: 900,
             shared_store: Some(support::redis_url()),
+            stateful: false,
         })
     };
     let (a, b) = (replica().await, replica().await);
@@ -413,6 +426,61 @@ async fn replicas_share_approvals_through_redis() {
     assert_eq!(double, 1, "counted at the recording proxy");
     a.guard.stop().await;
     b.guard.stop().await;
+}
+
+#[tokio::test]
+async fn url_elicitation_clients_get_32042() {
+    let lab = common::lab(7);
+    let car = sidecar(Setup {
+        zabbix_url: &lab.url,
+        page: true,
+        timeout_secs: 900,
+        shared_store: None,
+        stateful: true,
+    })
+    .await;
+    common::init();
+    let capabilities = ClientCapabilities::builder()
+        .enable_elicitation_with(
+            ElicitationCapability::new().with_url(UrlElicitationCapability::new()),
+        )
+        .build();
+    let info = ClientConfig::new(
+        capabilities,
+        Implementation::new("url-elicitation-test", "1.0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25);
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(car.guard.url.as_str())
+            .auth_header(lab.token_operator.as_str()),
+    );
+    let client = info.serve(transport).await.expect("client connects");
+    let mut params = CallToolRequestParams::new(TOOL);
+    if let Value::Object(map) = ack_args("1", "url elicitation") {
+        params = params.with_arguments(map);
+    }
+    let error = match client.call_tool(params.clone()).await {
+        Err(ServiceError::McpError(error)) => error,
+        other => panic!("expected -32042, got {other:?}"),
+    };
+    assert_eq!(error.code.0, -32042);
+    let data = error.data.expect("data");
+    let elicitation = &data["elicitations"][0];
+    assert_eq!(elicitation["mode"], "url");
+    let id = elicitation["elicitationId"]
+        .as_str()
+        .expect("elicitationId");
+    assert_eq!(elicitation["url"], format!("{}/approvals/{id}", car.page));
+    // The retry before a decision: the same elicitation again.
+    let again = match client.call_tool(params).await {
+        Err(ServiceError::McpError(error)) => error,
+        other => panic!("expected -32042, got {other:?}"),
+    };
+    assert_eq!(
+        again.data.expect("data")["elicitations"][0]["elicitationId"],
+        id
+    );
+    car.guard.stop().await;
 }
 
 fn common_now() -> u64 {

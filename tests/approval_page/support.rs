@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zabbix_mcp_guard::config::{ApprovalPageConfig, DecisionLogSink, Secret};
+use zabbix_mcp_guard::config::{ApprovalPageConfig, DecisionLogSink, Secret, SessionMode};
 
 use crate::common::{self, Guard, config_for, start_with, temp_path};
 
@@ -31,6 +31,7 @@ pub struct Setup<'a> {
     pub page: bool,
     pub timeout_secs: u64,
     pub shared_store: Option<String>,
+    pub stateful: bool,
 }
 
 /// The shipped four_eyes example (approvers: Zabbix administrators) in a directory of its own.
@@ -55,6 +56,9 @@ pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
     let log = temp_path("decisions.log");
     config.decision_log = DecisionLogSink::File(log.clone());
     config.approval_timeout = Duration::from_secs(setup.timeout_secs);
+    if setup.stateful {
+        config.session_mode = SessionMode::Stateful;
+    }
     config.shared_store = setup.shared_store.map(|url| Secret::new(url.into_bytes()));
     let port = free_port();
     let page = format!("http://127.0.0.1:{port}");
