@@ -345,3 +345,35 @@ fn encode(path: &str) -> String {
 fn is_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{is_id, safe_next};
+    use crate::approval_page::html;
+
+    #[test]
+    fn redirects_stay_on_the_page() {
+        assert_eq!(safe_next("/approvals/abc123"), "/approvals/abc123");
+        for evil in [
+            "https://evil.example/",
+            "//evil.example/approvals",
+            "/approvals//evil",
+            "/approvals/x?y=1",
+            "/other",
+            "",
+        ] {
+            assert_eq!(safe_next(evil), "/approvals", "{evil}");
+        }
+        assert!(is_id("0123abcdef"));
+        assert!(!is_id("../etc") && !is_id("") && !is_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn agent_text_is_escaped_for_html_and_for_hidden_characters() {
+        assert_eq!(
+            html::text("<script>\"x\" & 'y'</script>"),
+            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
+        );
+        assert_eq!(html::text("a\u{202E}b"), "a\\u{202E}b");
+    }
+}

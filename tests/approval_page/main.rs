@@ -225,6 +225,8 @@ async fn refusals_on_the_page() {
     assert_eq!(declined.status, 200, "{}", declined.body);
     let answer = common::tool_error(&agent, TOOL, args).await;
     assert_eq!(answer["code"], "approval_declined", "{answer}");
+    let asked = first["decision_id"].as_str().unwrap();
+    assert!(event_names(&car.log, asked).contains(&"declined".to_owned()));
     assert_eq!(acks(&recorder, &event), 0);
 
     // Four eyes: Admin's own call cannot be approved by Admin.
