@@ -47,7 +47,12 @@ async fn new_problem(reader: &common::Client, lab: &common::Lab) -> String {
 #[tokio::test]
 async fn approved_in_a_browser_then_sent_once() {
     let _turn = LAB.lock().await;
-    let lab = common::lab(7);
+    for lab in common::labs() {
+        approved_in_a_browser(&lab).await;
+    }
+}
+
+async fn approved_in_a_browser(lab: &common::Lab) {
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let car = sidecar(Setup {
         zabbix_url: &proxy,
@@ -173,7 +178,12 @@ async fn approved_in_a_browser_then_sent_once() {
 #[tokio::test]
 async fn refusals_on_the_page() {
     let _turn = LAB.lock().await;
-    let lab = common::lab(7);
+    for lab in common::labs() {
+        refusals(&lab).await;
+    }
+}
+
+async fn refusals(lab: &common::Lab) {
     let password = lab.seed["user_password"].as_str().unwrap().to_owned();
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let car = sidecar(Setup {
