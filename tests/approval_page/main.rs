@@ -64,7 +64,7 @@ async fn approved_in_a_browser(lab: &common::Lab) {
     .await;
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
-    let event = new_problem(&reader, &lab).await;
+    let event = new_problem(&reader, lab).await;
     let args = ack_args(&event, "acknowledged after page approval");
 
     let first = common::tool_error(&agent, TOOL, args.clone()).await;
@@ -196,7 +196,7 @@ async fn refusals(lab: &common::Lab) {
     .await;
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
-    let event = new_problem(&reader, &lab).await;
+    let event = new_problem(&reader, lab).await;
 
     // Wrong password: refused, the same answer as an unknown user, and not logged.
     let page = PageClient::new(&car.page);
