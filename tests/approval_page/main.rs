@@ -302,7 +302,7 @@ async fn refusals(lab: &common::Lab) {
     // A right-to-left override in a maintenance name is shown escaped.
     let now = common_now();
     let name = format!("zmg page rlo {now} \u{202E}txt.exe");
-    let hostid = common::seed_id(&lab, "hosts", HOST);
+    let hostid = common::seed_id(lab, "hosts", HOST);
     let maint = common::tool_error(
         &agent,
         "maintenance_create",
