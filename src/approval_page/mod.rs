@@ -50,7 +50,7 @@ pub async fn start(
     };
     let page = Arc::new(Page {
         app: app.clone(),
-        sessions: Sessions::new(),
+        sessions: Sessions::new(app),
         tls: tls.is_some(),
     });
     let mut addrs = Vec::new();

@@ -117,7 +117,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
             }
             match (method, path) {
                 (Method::POST, "/approvals/logout") => {
-                    page.sessions.sign_out(&page.app, &session_id).await;
+                    page.sessions.sign_out(&session_id).await;
                     let mut reply = redirect("/approvals/login");
                     set_cookie(&mut reply, page, SESSION_COOKIE, "", 0);
                     reply

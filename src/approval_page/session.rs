@@ -2,10 +2,11 @@
 //! Zabbix credentials: username and password (`user.login` against `FrontendURL`; the
 //! Zabbix session ends with `user.logout` at sign-out) or their own API token. The
 //! password is only passed through to Zabbix, never kept or logged. Sessions are short
-//! and live in this replica's memory.
+//! and live in this replica's memory; when one ends (sign-out, or expiry noticed on a later
+//! page request), the Zabbix session it opened is ended with `user.logout`.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use moka::future::Cache;
@@ -54,11 +55,25 @@ pub(crate) enum SignInError {
 }
 
 impl Sessions {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(app: &Arc<App>) -> Self {
+        // Weak: the app does not own the page, and must not be kept alive by it.
+        let app: Weak<App> = Arc::downgrade(app);
+        let on_end = move |_id: Arc<String>, session: Arc<Session>, _cause| {
+            let app = app.clone();
+            let ended: moka::notification::ListenerFuture = Box::pin(async move {
+                if let Some(app) = app.upgrade()
+                    && session.owns_zabbix_session
+                {
+                    logout(&app, &session.token).await;
+                }
+            });
+            ended
+        };
         Sessions {
             sessions: Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(SESSION_TTL)
+                .async_eviction_listener(on_end)
                 .build(),
             failures: Cache::builder()
                 .max_capacity(100_000)
@@ -119,13 +134,9 @@ impl Sessions {
         Ok(id)
     }
 
-    /// Ends the page session and the Zabbix session it opened.
-    pub(crate) async fn sign_out(&self, app: &App, id: &str) {
-        if let Some(session) = self.sessions.remove(id).await
-            && session.owns_zabbix_session
-        {
-            logout(app, &session.token).await;
-        }
+    /// Ends the page session; the eviction listener ends the Zabbix session it opened.
+    pub(crate) async fn sign_out(&self, id: &str) {
+        self.sessions.invalidate(id).await;
     }
 }
 

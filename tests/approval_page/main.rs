@@ -323,6 +323,23 @@ async fn refusals(lab: &common::Lab) {
         // Text validation may refuse bidirectional characters before any approval.
         assert_eq!(maint["code"], "invalid_arguments", "{maint}");
     }
+
+    // Sign-out ends the Zabbix session the sign-in opened; the page then asks to sign in.
+    let csrf = support::csrf(&admin.get("/approvals").await.body);
+    let out = admin.post("/approvals/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(out.status, 303);
+    eventually("user.logout at Zabbix", Duration::from_secs(10), || {
+        let logged_out = recorder
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|b| b.contains("\"user.logout\""));
+        async move { logged_out.then_some(()) }
+    })
+    .await;
+    let after = admin.get("/approvals").await;
+    assert_eq!(after.status, 303, "signed out");
     car.guard.stop().await;
 }
 
