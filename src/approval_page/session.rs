@@ -17,8 +17,10 @@ use crate::zabbix::{ApiToken, Identity, Method};
 
 /// How long a page session lasts from sign-in.
 pub(crate) const SESSION_TTL: Duration = Duration::from_secs(900);
-/// Failed sign-ins allowed per client address and per username within `FAILURE_WINDOW`.
-const MAX_FAILURES: u32 = 5;
+/// Failed sign-ins allowed per username, and per client address (higher: behind a reverse
+/// proxy many people share one), within `FAILURE_WINDOW`.
+const MAX_FAILURES_PER_USER: u32 = 5;
+const MAX_FAILURES_PER_ADDRESS: u32 = 20;
 const FAILURE_WINDOW: Duration = Duration::from_secs(300);
 
 /// One signed-in approver.
@@ -98,8 +100,11 @@ impl Sessions {
             Credentials::Token(_) => String::new(),
         };
         let peer_key = format!("ip:{peer}");
-        for key in [&peer_key, &user_key] {
-            if !key.is_empty() && self.failures.get(key).await.unwrap_or(0) >= MAX_FAILURES {
+        for (key, max) in [
+            (&peer_key, MAX_FAILURES_PER_ADDRESS),
+            (&user_key, MAX_FAILURES_PER_USER),
+        ] {
+            if !key.is_empty() && self.failures.get(key).await.unwrap_or(0) >= max {
                 tracing::info!(client.address = %peer, "approval page sign-in rate-limited");
                 return Err(SignInError::Refused);
             }

@@ -344,6 +344,37 @@ async fn refusals(lab: &common::Lab) {
 }
 
 #[tokio::test]
+async fn failed_sign_ins_are_rate_limited() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let car = sidecar(Setup {
+        zabbix_url: &proxy,
+        page: true,
+        timeout_secs: 900,
+        shared_store: None,
+        stateful: false,
+    })
+    .await;
+    let user = "zmg-no-such-user-ratelimit";
+    for _ in 0..7 {
+        let answer = PageClient::new(&car.page).sign_in(user, "wrong-4711").await;
+        assert_eq!(answer.status, 401);
+        assert!(answer.body.contains("Sign-in failed"));
+    }
+    let asked = recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.contains("user.login") && b.contains(user))
+        .count();
+    assert_eq!(asked, 5, "after 5 failures Zabbix is not asked any more");
+    let log = std::fs::read_to_string(&car.log).unwrap_or_default();
+    assert!(!log.contains("wrong-4711"));
+    car.guard.stop().await;
+}
+
+#[tokio::test]
 async fn expired_approval_is_refused_and_asked_anew() {
     let lab = common::lab(7);
     let car = sidecar(Setup {
