@@ -210,6 +210,18 @@ async fn detail(
             Err(error) => return plain(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
         }
     }
+    // Only the approvers and the caller see the call; anyone else learns only that they
+    // may not decide it.
+    let viewer = &session.identity;
+    let visible = viewer.userid == record.input.caller.userid
+        || viewer
+            .usrgrps
+            .iter()
+            .any(|g| record.approvers.usrgrps.contains(g));
+    if !visible {
+        let reason = refusal.unwrap_or_else(|| "You may not decide this change.".into());
+        return plain(StatusCode::FORBIDDEN, &reason);
+    }
     let rows = summary(&app.zabbix, &session.token, &record).await;
     let pretty = crate::display::pretty_payload(record.body.as_bytes())
         .unwrap_or_else(|_| crate::display::escape_text(&record.body));

@@ -274,6 +274,7 @@ async fn refusals(lab: &common::Lab) {
     let list = viewer.get("/approvals").await;
     assert!(!list.body.contains(&other_id), "not listed for an outsider");
     let page_of = viewer.get(&format!("/approvals/{other_id}")).await;
+    assert_eq!(page_of.status, 403);
     assert!(
         page_of
             .body
@@ -281,20 +282,33 @@ async fn refusals(lab: &common::Lab) {
         "{}",
         page_of.body
     );
+    assert!(
+        !page_of.body.contains("viewer tries"),
+        "the call is not shown to outsiders"
+    );
+    // Even with its own CSRF token and the right SHA-256 (read from an approver's view).
+    let admin_view = admin.get(&format!("/approvals/{other_id}")).await;
     let forced = viewer
         .post(
             &format!("/approvals/{other_id}"),
             &[
-                ("csrf", &support::csrf(&page_of.body)),
+                ("csrf", &support::csrf(&list.body)),
                 (
                     "sha256",
-                    &support::between(&page_of.body, "<code id=\"sha256\">", "</code>"),
+                    &support::between(&admin_view.body, "<code id=\"sha256\">", "</code>"),
                 ),
                 ("decision", "approve"),
             ],
         )
         .await;
-    assert_eq!(forced.status, 403);
+    assert_eq!(forced.status, 403, "{}", forced.body);
+    assert!(
+        forced
+            .body
+            .contains("Only members of Zabbix administrators"),
+        "{}",
+        forced.body
+    );
     let still = common::tool_error(&agent, TOOL, ack_args(&event, "viewer tries")).await;
     assert_eq!(pending(&still).0, other_id);
     assert_eq!(acks(&recorder, &event), 0);
