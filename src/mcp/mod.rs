@@ -110,7 +110,7 @@ impl ServerHandler for GuardHandler {
         };
         let response = tools::call(&self.app, call).instrument(span).await;
         // Clients that declare URL elicitation get the approval link as -32042.
-        match page_approval::url_elicitation(&subject, &response) {
+        match page_approval::url_elicitation(&self.app, &subject, &response) {
             Some(error) => Err(error),
             None => Ok(response),
         }

@@ -4,22 +4,30 @@
 //! after a yes the stored body is sent, once (an atomic store transition), after a no
 //! `approval_declined`, after the expiry `approval_expired`, before a decision
 //! `approval_pending` again with the same id. Clients that declare URL elicitation
-//! (`elicitation.url`) get the same answer as the JSON-RPC error -32042 (URL elicitation
-//! required) with the link and the approval id as `elicitationId`.
+//! (`elicitation.url`) are told in URL mode: on a stateful session an `elicitation/create`
+//! with the link (and `notifications/elicitation/complete` once decided); stateless, the
+//! JSON-RPC error -32042 (URL elicitation required). The approval id is the
+//! `elicitationId`.
 
 use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResponse, ErrorCode};
+use rmcp::model::{
+    CallToolResponse, CustomNotification, ElicitRequestParams, ErrorCode, ServerNotification,
+};
 use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::catalog::ToolKind;
+use crate::config::SessionMode;
 use crate::mcp::approval::{ApprovalError, sha256_hex};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::write::{WriteCall, Written};
 use crate::policy::{Phase, PolicyInput, ToolInfo};
-use crate::store::{ApprovalRecord, DecidedBy, From, Status, unix_now};
+use crate::store::{ApprovalRecord, DecidedBy, From, Status, Store, unix_now};
 use crate::zabbix::{Payload, ZabbixError};
 
 /// A write whose decision asks for `page` approval.
@@ -76,7 +84,12 @@ pub(crate) async fn call(
         );
     }
     match &record.status {
-        Status::Pending if record.expires_at > now => Err(pending(&record, url)),
+        Status::Pending if record.expires_at > now => {
+            if created && url_session(app, call) {
+                ask_by_url(app, call, &record, &url).await;
+            }
+            Err(pending(&record, url))
+        }
         Status::Pending => {
             expire(app, &record, now).await?;
             Err(ToolError::ApprovalExpired)
@@ -228,9 +241,76 @@ pub(crate) fn rfc3339(seconds: u64) -> String {
 /// -32042, "URL elicitation required" (MCP 2025-11-25).
 const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
 
-/// The `approval_pending` answer as a URL elicitation, for a client that declared it.
-pub(crate) fn url_elicitation(subject: &Subject, response: &CallToolResponse) -> Option<McpError> {
-    if !subject.client.elicitation.iter().any(|m| m == "url") {
+/// How long the client may take to answer the URL elicitation (it only says whether the
+/// person was shown the link; the decision comes from the page).
+const URL_ELICITATION_WAIT: Duration = Duration::from_secs(60);
+/// How often a stateful session's watcher looks for the decision.
+const WATCH_INTERVAL: Duration = Duration::from_secs(1);
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+
+fn url_session(app: &App, call: &WriteCall<'_>) -> bool {
+    app.config.session_mode == SessionMode::Stateful
+        && call.subject.client.elicitation.iter().any(|m| m == "url")
+}
+
+/// Stateful session, URL-elicitation client: shows the link through `elicitation/create`
+/// in url mode, and sends `notifications/elicitation/complete` once the approval is decided
+/// or expired (a watcher bounded by the expiry).
+async fn ask_by_url(app: &App, call: &WriteCall<'_>, record: &ApprovalRecord, url: &str) {
+    let params = ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message: format!(
+            "A person must approve {} on the approval page; call again with the same arguments once it is decided.",
+            record.input.tool.name
+        ),
+        url: url.to_owned(),
+        elicitation_id: record.id.clone(),
+    };
+    let peer = call.context.peer.clone();
+    match tokio::time::timeout(URL_ELICITATION_WAIT, peer.create_elicitation(params)).await {
+        Ok(Ok(answer)) => tracing::debug!(action = ?answer.action, "url elicitation answered"),
+        Ok(Err(error)) => tracing::info!(%error, "url elicitation failed"),
+        Err(_) => tracing::info!("url elicitation not answered in time"),
+    }
+    tokio::spawn(watch(
+        app.store.clone(),
+        peer,
+        record.id.clone(),
+        record.expires_at,
+    ));
+}
+
+async fn watch(store: Arc<Store>, peer: rmcp::Peer<rmcp::RoleServer>, id: String, expires_at: u64) {
+    loop {
+        tokio::time::sleep(WATCH_INTERVAL).await;
+        let now = unix_now();
+        match store.get(&id).await {
+            Ok(Some(r)) if r.status == Status::Pending && now < expires_at => {}
+            // A store hiccup: look again, but never past the expiry.
+            Err(_) if now < expires_at => {}
+            _ => break,
+        }
+    }
+    let complete =
+        CustomNotification::new(ELICITATION_COMPLETE, Some(json!({"elicitationId": id})));
+    if let Err(error) = peer
+        .send_notification(ServerNotification::CustomNotification(complete))
+        .await
+    {
+        tracing::info!(%error, "elicitation complete notification not delivered");
+    }
+}
+
+/// The `approval_pending` answer as -32042, for a stateless client that declared URL
+/// elicitation (stateful sessions were asked with `elicitation/create`).
+pub(crate) fn url_elicitation(
+    app: &App,
+    subject: &Subject,
+    response: &CallToolResponse,
+) -> Option<McpError> {
+    if app.config.session_mode == SessionMode::Stateful
+        || !subject.client.elicitation.iter().any(|m| m == "url")
+    {
         return None;
     }
     let CallToolResponse::Complete(result) = response else {
