@@ -14,6 +14,7 @@ use crate::policy::{
     DecisionLog, DecisionLogOptions, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode,
     PolicySource,
 };
+use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 
@@ -37,6 +38,8 @@ pub struct App {
     /// `tools/list` decision sets, reused briefly per caller, client and policy revision.
     pub list_decisions: ListDecisions,
     pub approver: Approver,
+    /// Page approvals and single-use records: memory, or Redis shared by replicas.
+    pub store: Arc<Store>,
     /// Tool calls and resource reads under way; shutdown waits for them.
     pub in_flight: InFlight,
     tools: RwLock<Option<Arc<ToolList>>>,
@@ -57,6 +60,8 @@ pub enum AppError {
     Policy(#[from] PolicyError),
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl App {
@@ -86,7 +91,15 @@ impl App {
                 ..DecisionLogOptions::default()
             },
         )?;
-        let approver = Approver::new(config.approval_seal_key.as_ref().map(|k| k.expose()))?;
+        let store_url = config
+            .shared_store
+            .as_ref()
+            .map(|s| String::from_utf8_lossy(s.expose()).into_owned());
+        let store = Arc::new(Store::open(store_url.as_deref(), config.timeout)?);
+        let approver = Approver::new(
+            config.approval_seal_key.as_ref().map(|k| k.expose()),
+            store.clone(),
+        )?;
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
             timeout: config.timeout,
@@ -104,6 +117,7 @@ impl App {
             decisions,
             list_decisions: ListDecisions::default(),
             approver,
+            store,
             in_flight: InFlight::default(),
             tools: RwLock::new(None),
         }))

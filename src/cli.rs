@@ -181,6 +181,24 @@ pub struct ParamFlags {
     /// ApprovalSealKeyFile: file holding the key (hex or base64) [ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE]
     #[arg(long, value_name = "FILE")]
     pub approval_seal_key_file: Option<String>,
+    /// SharedStore: memory or redis://… for replicas [ZABBIX_MCP_GUARD_SHARED_STORE]
+    #[arg(long, value_name = "URL")]
+    pub shared_store: Option<String>,
+    /// ApprovalListenIP: approval page listen addresses [ZABBIX_MCP_GUARD_APPROVAL_LISTEN_IP]
+    #[arg(long, value_name = "LIST")]
+    pub approval_listen_ip: Option<String>,
+    /// ApprovalListenPort: approval page port; the page is off without it [ZABBIX_MCP_GUARD_APPROVAL_LISTEN_PORT]
+    #[arg(long, value_name = "PORT")]
+    pub approval_listen_port: Option<String>,
+    /// ApprovalAllowedIP: addresses allowed to reach the approval page [ZABBIX_MCP_GUARD_APPROVAL_ALLOWED_IP]
+    #[arg(long, value_name = "LIST")]
+    pub approval_allowed_ip: Option<String>,
+    /// ApprovalURL: external base URL of the approval page, for links [ZABBIX_MCP_GUARD_APPROVAL_URL]
+    #[arg(long, value_name = "URL")]
+    pub approval_url: Option<String>,
+    /// ApprovalTimeout: seconds a page approval can be decided and redeemed [ZABBIX_MCP_GUARD_APPROVAL_TIMEOUT]
+    #[arg(long, value_name = "SECONDS")]
+    pub approval_timeout: Option<String>,
 }
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
@@ -283,6 +301,12 @@ impl ParamFlags {
             Param::SessionMode => one(&self.session_mode),
             Param::ApprovalSealKey => one(&self.approval_seal_key),
             Param::ApprovalSealKeyFile => one(&self.approval_seal_key_file),
+            Param::SharedStore => one(&self.shared_store),
+            Param::ApprovalListenIp => one(&self.approval_listen_ip),
+            Param::ApprovalListenPort => one(&self.approval_listen_port),
+            Param::ApprovalAllowedIp => one(&self.approval_allowed_ip),
+            Param::ApprovalUrl => one(&self.approval_url),
+            Param::ApprovalTimeout => one(&self.approval_timeout),
             Param::Include => Vec::new(),
         }
     }

@@ -7,6 +7,7 @@
 //! resource read and writes the decision log.
 
 pub mod app;
+pub mod approval_page;
 pub mod calendar;
 pub mod catalog;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod policy;
 pub mod response;
 pub mod server;
 pub mod startup;
+pub mod store;
 pub mod targets;
 pub mod telemetry;
 pub mod zabbix;

@@ -3,7 +3,8 @@
 #
 #   start-zabbix.sh        -> Zabbix 6.0 (bookworm packages)                       [default]
 #   start-zabbix.sh 7      -> Zabbix 7.0 (trixie debs, extracted under /opt/zabbix7, NOT installed)
-#   start-zabbix.sh all    -> both, side by side
+#   start-zabbix.sh all    -> both, side by side, plus the approval page test parts (Redis, Chromium)
+#   start-zabbix.sh approval -> only Redis (127.0.0.1:6390) + Chromium/chromedriver
 #
 # = install + start + seed (seed.py: fixed test dataset, see README.md; ZBX_SEED=0 skips it).
 # Idempotent: re-running only (re)starts what is not running, refreshes the API token if needed and
@@ -329,11 +330,40 @@ install_inspector() {
   "$INSPECTOR_HOME/node_modules/.bin/mcp-inspector" --cli --help > /dev/null
 }
 
+# ---------------------------------------------------------------- approval page test parts
+# Redis (replicas sharing approvals) on loopback, and headless Chromium + chromedriver (the
+# approval page test drives a real browser). Debian packages; idempotent.
+ZBX_REDIS_PORT="${ZBX_REDIS_PORT:-6390}"
+up_approval_parts() {
+  local missing=()
+  # libssl-dev + pkg-config: the WebDriver client of the tests (fantoccini, native-tls).
+  for p in redis-server chromium chromium-driver libssl-dev pkg-config; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing: ${missing[*]}"
+    local made_policy=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; made_policy=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" \
+      > "$ZBX_STATE_DIR/logs/apt-install-approval.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-install-approval.log"; exit 1; }
+    [ $made_policy = 1 ] && rm -f /usr/sbin/policy-rc.d
+  fi
+  if ! is_running "$ZBX_STATE_DIR/redis.pid"; then
+    log "starting Redis on 127.0.0.1:$ZBX_REDIS_PORT"
+    redis-server --bind 127.0.0.1 --port "$ZBX_REDIS_PORT" --daemonize yes --save '' --appendonly no \
+      --pidfile "$ZBX_STATE_DIR/redis.pid" --dir "$ZBX_STATE_DIR" --logfile "$ZBX_STATE_DIR/logs/redis.log"
+    for _ in $(seq 40); do port_open "$ZBX_REDIS_PORT" && break; sleep 0.25; done
+    port_open "$ZBX_REDIS_PORT" || { echo "redis did not start" >&2; exit 1; }
+  fi
+  echo "ZMG_TEST_REDIS_URL=redis://127.0.0.1:$ZBX_REDIS_PORT/" > "$ZBX_STATE_DIR/approval.env"
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7; install_inspector ;;
-  *) echo "usage: $0 [6|7|all]" >&2; exit 2 ;;
+  all) up6; up7; install_inspector; up_approval_parts ;;
+  approval) up_approval_parts ;;
+  *) echo "usage: $0 [6|7|all|approval]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - T_START ))s; env files in $ZBX_STATE_DIR"

@@ -12,7 +12,10 @@ use super::merge::Resolved;
 use super::params::Param;
 use super::seal_key;
 use super::values;
-use super::{Config, DecisionLogSink, LogType, PolicyMode, SessionMode, TlsAccept};
+use super::{
+    ApprovalPageConfig, Config, DecisionLogSink, LogType, PolicyMode, Secret, SessionMode,
+    TlsAccept,
+};
 
 pub const DEFAULT_LISTEN_PORT: u16 = 8443;
 pub const LISTEN_PORT_RANGE: (u64, u64) = (1024, 32767);
@@ -27,6 +30,8 @@ pub const LOG_FILE_SIZE_RANGE: (u64, u64) = (0, 1024);
 pub const DEFAULT_DECISION_LOG_FILE_SIZE_MB: u32 = 0;
 pub const DEFAULT_DEBUG_LEVEL: u8 = 3;
 pub const DEBUG_LEVEL_RANGE: (u64, u64) = (0, 5);
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 900;
+pub const APPROVAL_TIMEOUT_RANGE: (u64, u64) = (5, 86_400);
 
 const TLS_ACCEPT: [(&str, TlsAccept); 2] = [
     ("unencrypted", TlsAccept::Unencrypted),
@@ -115,6 +120,12 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
             .unwrap_or(SessionMode::Stateless),
         approval_seal_key,
         approval_seal_key_file,
+        shared_store: shared_store(r)?,
+        approval_page: approval_page(r)?,
+        approval_timeout: Duration::from_secs(
+            int(r, Param::ApprovalTimeout, APPROVAL_TIMEOUT_RANGE)?
+                .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS),
+        ),
     };
     check_cross_rules(r, &config)?;
     Ok(config)
@@ -212,6 +223,64 @@ fn decision_log(r: &Resolved) -> Result<DecisionLogSink, ConfigError> {
         )),
         Some(e) => Ok(DecisionLogSink::File(PathBuf::from(&e.value))),
     }
+}
+
+fn shared_store(r: &Resolved) -> Result<Option<Secret>, ConfigError> {
+    let Some(e) = r.get(Param::SharedStore).filter(|e| !e.value.is_empty()) else {
+        return Ok(None);
+    };
+    let ok =
+        e.value == "memory" || e.value.starts_with("redis://") || e.value.starts_with("rediss://");
+    if !ok {
+        // Not echoed: the value may hold a password.
+        return Err(ConfigError::bad_value(
+            &e.at(),
+            "***",
+            "expected memory or a redis:// or rediss:// URL",
+        ));
+    }
+    Ok(Some(Secret::new(e.value.as_bytes().to_vec())))
+}
+
+/// The approval page is off unless configured; once any of its parameters is given, the
+/// port, the allowed addresses and the external URL are all required.
+fn approval_page(r: &Resolved) -> Result<Option<ApprovalPageConfig>, ConfigError> {
+    let port = r
+        .get(Param::ApprovalListenPort)
+        .filter(|e| !e.value.is_empty());
+    let allowed = r
+        .get(Param::ApprovalAllowedIp)
+        .filter(|e| !e.value.is_empty());
+    let url = r.get(Param::ApprovalUrl).filter(|e| !e.value.is_empty());
+    let ip = r
+        .get(Param::ApprovalListenIp)
+        .filter(|e| !e.value.is_empty());
+    let given = [port, allowed, url, ip].into_iter().flatten().next();
+    let Some(first) = given else {
+        return Ok(None);
+    };
+    let (Some(port), Some(allowed), Some(url)) = (port, allowed, url) else {
+        let message =
+            "the approval page needs ApprovalListenPort, ApprovalAllowedIP and ApprovalURL";
+        return Err(ConfigError::conflict(&first.at(), message));
+    };
+    let port_value = values::integer(
+        &port.at(),
+        &port.value,
+        LISTEN_PORT_RANGE.0,
+        LISTEN_PORT_RANGE.1,
+    )?;
+    let base = values::frontend_url(&url.at(), &url.value)?;
+    Ok(Some(ApprovalPageConfig {
+        listen_ip: match ip {
+            Some(e) => values::listen_ip(&e.at(), &e.value)?,
+            None => vec![std::net::Ipv4Addr::UNSPECIFIED.into()],
+        },
+        listen_port: u16::try_from(port_value).unwrap_or(DEFAULT_LISTEN_PORT),
+        allowed_ip: values::allowed_ip(&allowed.at(), &allowed.value)?,
+        allowed_ip_raw: allowed.value.clone(),
+        url: base.trim_end_matches('/').to_owned(),
+    }))
 }
 
 fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {

@@ -72,6 +72,12 @@ pub struct Config {
     pub approval_seal_key: Option<Secret>,
     /// `ApprovalSealKeyFile`, when the key came from a file.
     pub approval_seal_key_file: Option<SealKeyFile>,
+    /// `SharedStore`: `memory` (the default) or a `redis://` URL (may hold a password).
+    pub shared_store: Option<Secret>,
+    /// The approval page listener; `None` (the default) = page approval unavailable.
+    pub approval_page: Option<ApprovalPageConfig>,
+    /// `ApprovalTimeout`: how long a page approval can be decided and redeemed.
+    pub approval_timeout: Duration,
 }
 
 /// The file the approval seal key was read from, with its permission bits.
@@ -79,6 +85,18 @@ pub struct Config {
 pub struct SealKeyFile {
     pub path: PathBuf,
     pub mode: u32,
+}
+
+/// `ApprovalListenIP`, `ApprovalListenPort`, `ApprovalAllowedIP`, `ApprovalURL`. TLS is
+/// the MCP listener's (`TLSAccept`, `TLSCertFile`, `TLSKeyFile`).
+#[derive(Clone, Debug)]
+pub struct ApprovalPageConfig {
+    pub listen_ip: Vec<IpAddr>,
+    pub listen_port: u16,
+    pub allowed_ip: Vec<IpNet>,
+    pub allowed_ip_raw: String,
+    /// External base URL put into links, without a trailing slash.
+    pub url: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,6 +33,12 @@ pub enum Param {
     SessionMode,
     ApprovalSealKey,
     ApprovalSealKeyFile,
+    SharedStore,
+    ApprovalListenIp,
+    ApprovalListenPort,
+    ApprovalAllowedIp,
+    ApprovalUrl,
+    ApprovalTimeout,
     Include,
 }
 
@@ -174,6 +180,42 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         "approval-seal-key-file",
         Arity::Single,
     ),
+    (
+        Param::SharedStore,
+        "SharedStore",
+        "shared-store",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalListenIp,
+        "ApprovalListenIP",
+        "approval-listen-ip",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalListenPort,
+        "ApprovalListenPort",
+        "approval-listen-port",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalAllowedIp,
+        "ApprovalAllowedIP",
+        "approval-allowed-ip",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalUrl,
+        "ApprovalURL",
+        "approval-url",
+        Arity::Single,
+    ),
+    (
+        Param::ApprovalTimeout,
+        "ApprovalTimeout",
+        "approval-timeout",
+        Arity::Single,
+    ),
     (Param::Include, "Include", "include", Arity::Include),
 ];
 
@@ -224,7 +266,8 @@ impl Param {
 
     /// Secrets are never printed.
     pub fn is_secret(self) -> bool {
-        self == Param::ApprovalSealKey
+        // A SharedStore URL may carry the Redis password.
+        matches!(self, Param::ApprovalSealKey | Param::SharedStore)
     }
 }
 

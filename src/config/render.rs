@@ -71,6 +71,32 @@ fn value(config: &Config, param: Param) -> String {
             .as_ref()
             .map(|f| f.path.display().to_string())
             .unwrap_or_default(),
+        Param::SharedStore => config
+            .shared_store
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        Param::ApprovalListenIp => config
+            .approval_page
+            .as_ref()
+            .map(|p| join(p.listen_ip.iter()))
+            .unwrap_or_default(),
+        Param::ApprovalListenPort => config
+            .approval_page
+            .as_ref()
+            .map(|p| p.listen_port.to_string())
+            .unwrap_or_default(),
+        Param::ApprovalAllowedIp => config
+            .approval_page
+            .as_ref()
+            .map(|p| p.allowed_ip_raw.clone())
+            .unwrap_or_default(),
+        Param::ApprovalUrl => config
+            .approval_page
+            .as_ref()
+            .map(|p| p.url.clone())
+            .unwrap_or_default(),
+        Param::ApprovalTimeout => config.approval_timeout.as_secs().to_string(),
         Param::AllowTool
         | Param::DenyTool
         | Param::AllowToolRegexp

@@ -431,3 +431,33 @@ fn decision_log_file_size_is_read_in_megabytes_and_ranged() {
         "{err}"
     );
 }
+
+#[test]
+fn approval_page_and_shared_store() {
+    let dir = TempDir::new("approval-page");
+    let base = "FrontendURL=http://127.0.0.1/\nAllowedIP=127.0.0.1\n";
+    let off = load_text(&dir, base).unwrap();
+    assert!(off.approval_page.is_none() && off.shared_store.is_none());
+    assert_eq!(off.approval_timeout, Duration::from_secs(900));
+    let on = load_text(
+        &dir,
+        &format!(
+            "{base}ApprovalListenPort=8444\nApprovalAllowedIP=10.0.0.0/8\n\
+             ApprovalURL=https://approvals.example.com/\nApprovalTimeout=60\n\
+             SharedStore=redis://:pw@127.0.0.1:6390/\n"
+        ),
+    )
+    .unwrap();
+    let page = on.approval_page.as_ref().expect("page on");
+    assert_eq!(page.listen_port, 8444);
+    assert_eq!(page.url, "https://approvals.example.com");
+    assert_eq!(on.approval_timeout, Duration::from_secs(60));
+    assert!(!format!("{:?}", on.shared_store).contains("pw"));
+    let partial = load_text(&dir, &format!("{base}ApprovalListenPort=8444\n")).unwrap_err();
+    assert!(
+        partial.to_string().contains("ApprovalAllowedIP"),
+        "{partial}"
+    );
+    let store = load_text(&dir, &format!("{base}SharedStore=postgres://u:pw@x/\n")).unwrap_err();
+    assert!(!store.to_string().contains("pw"), "{store}");
+}

@@ -9,6 +9,7 @@
 //! 2026-07-28 get an input-required result whose request state is sealed with
 //! `ApprovalSealKey` (any replica with the key can finish it) and answer by retrying.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -22,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::display;
 use crate::policy::Approval;
+use crate::store::{Store, StoreError};
 use crate::zabbix::{Method, Payload};
 
 /// How long a sealed approval request stays valid.
@@ -33,10 +35,9 @@ const INPUT_KEY: &str = "approval";
 /// approved states were used.
 pub struct Approver {
     codec: RequestStateCodec,
-    /// Nonces of redeemed states, kept as long as a state can live. Per replica: a
-    /// deployment that lets two replicas redeem the same state needs sticky routing of the
-    /// retry (or one replica); documented in the README.
-    redeemed: moka::future::Cache<String, ()>,
+    /// Nonces of redeemed states, kept as long as a state can live, in the shared store:
+    /// with `SharedStore=redis://…` replicas agree, so a state is redeemed once overall.
+    store: Arc<Store>,
 }
 
 /// Which way this call gets (or skips) its human yes.
@@ -50,6 +51,8 @@ pub enum Route {
     InputRequired,
     /// The policy requires approval and the client cannot give one.
     Unavailable,
+    /// A person decides on the approval page (`crate::mcp::page_approval`).
+    Page,
 }
 
 /// What the human answered.
@@ -94,11 +97,13 @@ pub enum ApprovalError {
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]
     Schema(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl Approver {
     /// With `ApprovalSealKey`, or a random key (one replica only: another cannot open it).
-    pub fn new(key: Option<&[u8]>) -> Result<Self, ApprovalError> {
+    pub fn new(key: Option<&[u8]>, store: Arc<Store>) -> Result<Self, ApprovalError> {
         let key = match key {
             Some(key) => key.to_vec(),
             None => {
@@ -109,11 +114,7 @@ impl Approver {
         };
         let codec =
             RequestStateCodec::try_new(key).map_err(|e| ApprovalError::Key(e.to_string()))?;
-        let redeemed = moka::future::Cache::builder()
-            .max_capacity(100_000)
-            .time_to_live(APPROVAL_TTL)
-            .build();
-        Ok(Approver { codec, redeemed })
+        Ok(Approver { codec, store })
     }
 
     /// Seals the payload, bound to the caller's token so no one else can redeem it.
@@ -128,12 +129,7 @@ impl Approver {
 
     /// Marks an approved state as used; a second use is refused, even a concurrent one.
     pub async fn redeem(&self, sealed: &Sealed) -> Result<(), ApprovalError> {
-        let entry = self
-            .redeemed
-            .entry(sealed.nonce.clone())
-            .or_insert(())
-            .await;
-        if entry.is_fresh() {
+        if self.store.use_once(&sealed.nonce, APPROVAL_TTL).await? {
             Ok(())
         } else {
             Err(ApprovalError::AlreadyUsed)
@@ -159,6 +155,7 @@ pub fn route(approval: Approval, context: &RequestContext<RoleServer>, can_form:
     };
     match (approval, ask) {
         (Approval::None, _) => Route::Apply,
+        (Approval::Page, _) => Route::Page,
         (Approval::IfSupported, Some(route)) | (Approval::Required, Some(route)) => route,
         (Approval::IfSupported, None) => Route::Apply,
         (Approval::Required, None) => Route::Unavailable,
@@ -340,7 +337,10 @@ mod tests {
 
     /// Round trip through the codec with the key, as a forged state would have to be.
     fn reopened(state: &Sealed) -> Sealed {
-        let approver = Approver::new(Some(KEY)).unwrap();
+        let store = std::sync::Arc::new(
+            crate::store::Store::open(None, std::time::Duration::from_secs(1)).unwrap(),
+        );
+        let approver = Approver::new(Some(KEY), store).unwrap();
         let text = approver.seal(state, "token-id").unwrap();
         approver.open(&text, "token-id").unwrap()
     }

@@ -44,6 +44,24 @@ pub enum ToolError {
     ApprovalUnavailable,
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    #[error(
+        "a person must approve this call on the approval page: {url} (until {expires}); call again with the same arguments once it is decided; nothing was sent to Zabbix"
+    )]
+    ApprovalPending {
+        approval_id: String,
+        url: String,
+        expires: String,
+    },
+    #[error(
+        "the approval of this call expired before it was used; call again to ask anew; nothing was sent to Zabbix"
+    )]
+    ApprovalExpired,
+    #[error(
+        "the policy requires approval on the approval page, and the page is not configured (ApprovalListenPort, ApprovalAllowedIP, ApprovalURL); nothing was sent to Zabbix"
+    )]
+    ApprovalPageOff,
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// How a request refused before MCP is answered over HTTP.
@@ -68,7 +86,10 @@ impl ToolError {
             ToolError::Zabbix(z) => zabbix_code(z),
             ToolError::Denied { .. } => "denied",
             ToolError::ApprovalDeclined(_) => "approval_declined",
-            ToolError::ApprovalUnavailable => "approval_unavailable",
+            ToolError::ApprovalUnavailable | ToolError::ApprovalPageOff => "approval_unavailable",
+            ToolError::ApprovalPending { .. } => "approval_pending",
+            ToolError::ApprovalExpired => "approval_expired",
+            ToolError::Store(_) => "internal_error",
             ToolError::Approval(a) => match a {
                 ApprovalError::BadState
                 | ApprovalError::WrongTool { .. }
@@ -76,7 +97,9 @@ impl ToolError {
                 | ApprovalError::Changed
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
-                ApprovalError::Key(_) | ApprovalError::Schema(_) => INTERNAL,
+                ApprovalError::Key(_) | ApprovalError::Schema(_) | ApprovalError::Store(_) => {
+                    INTERNAL
+                }
             },
             ToolError::Response(_) | ToolError::NotAList { .. } | ToolError::NoCaller => INTERNAL,
         }
@@ -101,6 +124,16 @@ impl ToolError {
                 body.insert(
                     "data".into(),
                     json!({"code": code, "message": message, "data": data}),
+                );
+            }
+            ToolError::ApprovalPending {
+                approval_id,
+                url,
+                expires,
+            } => {
+                body.insert(
+                    "data".into(),
+                    json!({"approval_id": approval_id, "url": url, "expires": expires}),
                 );
             }
             ToolError::Denied { reasons } => {

@@ -5,6 +5,7 @@ pub mod approval;
 pub mod errors;
 pub mod gate;
 pub mod listing;
+pub mod page_approval;
 pub mod resources;
 pub mod tools;
 pub mod write;
@@ -120,7 +121,12 @@ impl ServerHandler for GuardHandler {
             def,
             version: tools.version,
         };
-        Ok(tools::call(&self.app, call).instrument(span).await)
+        let response = tools::call(&self.app, call).instrument(span).await;
+        // Clients that declare URL elicitation get the approval link as -32042.
+        match page_approval::url_elicitation(&self.app, &subject, &response) {
+            Some(error) => Err(error),
+            None => Ok(response),
+        }
     }
 
     async fn list_resources(

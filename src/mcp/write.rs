@@ -10,6 +10,7 @@ use crate::catalog::{self, Arguments, ToolDef};
 use crate::mcp::approval::{self, Answer, ApprovalError, Route};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
+use crate::mcp::page_approval;
 use crate::policy::Decision;
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
@@ -89,6 +90,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             );
             Ok(Written::Pending(CallToolResponse::InputRequired(result)))
         }
+        Route::Page => page_approval::call(app, &call, &params).await,
         Route::Unavailable => {
             app.decisions.event(
                 id,

@@ -21,7 +21,7 @@ use super::input::{
 /// reference-count increment.
 struct Strings {
     keys: [Value; KEY_COUNT],
-    phase: [Value; 3],
+    phase: [Value; 4],
     kind: [Value; 2],
 }
 
@@ -61,6 +61,7 @@ enum Key {
     Hostid,
     Host,
     Groupid,
+    Approver,
 }
 
 const KEY_NAMES: [&str; KEY_COUNT] = [
@@ -97,8 +98,9 @@ const KEY_NAMES: [&str; KEY_COUNT] = [
     "hostid",
     "host",
     "groupid",
+    "approver",
 ];
-const KEY_COUNT: usize = 33;
+const KEY_COUNT: usize = 34;
 
 /// The last converted value of each repeating part, per thread.
 #[derive(Default)]
@@ -115,7 +117,7 @@ thread_local! {
 
 static STRINGS: LazyLock<Strings> = LazyLock::new(|| Strings {
     keys: KEY_NAMES.map(Value::from),
-    phase: ["list", "call", "resource"].map(Value::from),
+    phase: ["list", "call", "resource", "approve"].map(Value::from),
     kind: ["read", "write"].map(Value::from),
 });
 
@@ -151,6 +153,7 @@ pub(crate) fn input_value(input: &PolicyInput) -> Value {
         Phase::List => 0,
         Phase::Call => 1,
         Phase::Resource => 2,
+        Phase::Approve => 3,
     };
     let (tool, caller, client, zabbix) = PARTS.with(|cell| match cell.try_borrow_mut() {
         Ok(mut parts) => (
@@ -188,6 +191,9 @@ pub(crate) fn input_value(input: &PolicyInput) -> Value {
     }
     if let Some(targets) = &input.targets {
         doc = doc.set(Key::Targets, targets_value(s, targets));
+    }
+    if let Some(approver) = &input.approver {
+        doc = doc.set(Key::Approver, caller_value(s, approver));
     }
     doc.build()
 }
@@ -366,6 +372,12 @@ mod tests {
         });
         let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
         assert_eq!(input_value(&input), via_serde);
+        input.resource = None;
+        input.phase = crate::policy::input::Phase::Approve;
+        input.approver = Some(input.caller.clone());
+        let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
+        assert_eq!(input_value(&input), via_serde);
+        input.approver = None;
         // The per-thread memo must never serve a stale part.
         for user in ["alice", "bob", "alice"] {
             input.caller.username = user.into();

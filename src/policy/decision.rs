@@ -20,6 +20,8 @@ pub struct Decision {
     /// Why the policy denied (or, in dry-run, would have denied).
     pub reasons: Vec<String>,
     pub approval: Approval,
+    /// Who may decide on the approval page; `Some` exactly when `approval` is `page`.
+    pub approvers: Option<Approvers>,
     /// `None`: the policy set no limit, so the catalog default (7 days) applies.
     pub history: Option<HistoryLimits>,
     /// `None`: the policy set no cap, so the tool's own maximum applies.
@@ -45,6 +47,18 @@ pub enum Approval {
     IfSupported,
     /// Never apply without a human yes; refuse when the client cannot ask.
     Required,
+    /// Never apply without the yes of a person signed in to the approval page with their
+    /// own Zabbix credentials (the only mode an agent holding the token cannot answer).
+    Page,
+}
+
+/// Who may decide a `page` approval (the decision's `approvers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approvers {
+    /// The approver must be in at least one of these Zabbix user groups (by name).
+    pub usrgrps: Vec<String>,
+    /// Four eyes: the approver's userid must differ from the caller's.
+    pub distinct_from_caller: bool,
 }
 
 /// History window limits for `history_get`.
@@ -62,6 +76,7 @@ pub(crate) struct Verdict {
     pub(crate) allow: bool,
     pub(crate) reasons: Vec<String>,
     pub(crate) approval: Approval,
+    pub(crate) approvers: Option<Approvers>,
     pub(crate) history: Option<HistoryLimits>,
     pub(crate) max_limit: Option<u32>,
 }
@@ -71,6 +86,9 @@ struct Keys {
     allow: Value,
     reasons: Value,
     approval: Value,
+    approvers: Value,
+    usrgrps: Value,
+    distinct_from_caller: Value,
     history: Value,
     max_limit: Value,
     max_window_seconds: Value,
@@ -81,6 +99,9 @@ static KEYS: LazyLock<Keys> = LazyLock::new(|| Keys {
     allow: Value::from("allow"),
     reasons: Value::from("reasons"),
     approval: Value::from("approval"),
+    approvers: Value::from("approvers"),
+    usrgrps: Value::from("usrgrps"),
+    distinct_from_caller: Value::from("distinct_from_caller"),
     history: Value::from("history"),
     max_limit: Value::from("max_limit"),
     max_window_seconds: Value::from("max_window_seconds"),
@@ -96,6 +117,7 @@ impl Decision {
             allow: false,
             reasons: vec![reason.into()],
             approval: Approval::None,
+            approvers: None,
             history: None,
             max_limit: None,
             dry_run_would_deny: false,
@@ -121,6 +143,7 @@ impl Approval {
             Self::None => "none",
             Self::IfSupported => "if_supported",
             Self::Required => "required",
+            Self::Page => "page",
         }
     }
 
@@ -164,6 +187,14 @@ impl Verdict {
         let approval = object
             .get(&keys.approval)
             .map_or(Ok(Approval::default_for(kind)), parse_approval)?;
+        let approvers = match (approval, object.get(&keys.approvers)) {
+            (Approval::Page, Some(value)) => Some(parse_approvers(value)?),
+            (Approval::Page, None) => {
+                return Err("approval page needs approvers (usrgrps, distinct_from_caller)".into());
+            }
+            (_, Some(_)) => return Err("approvers is only valid with approval page".into()),
+            (_, None) => None,
+        };
         let history = object.get(&keys.history).map(parse_history).transpose()?;
         let max_limit = object
             .get(&keys.max_limit)
@@ -173,6 +204,7 @@ impl Verdict {
             allow,
             reasons,
             approval,
+            approvers,
             history,
             max_limit,
         })
@@ -202,15 +234,53 @@ fn parse_reasons(value: &Value) -> Result<Vec<String>, String> {
 }
 
 fn parse_approval(value: &Value) -> Result<Approval, String> {
+    const BAD: &str = "approval must be one of none|if_supported|required|page";
     match value {
         Value::String(s) => match s.as_ref() {
             "none" => Ok(Approval::None),
             "if_supported" => Ok(Approval::IfSupported),
             "required" => Ok(Approval::Required),
-            _ => Err("approval must be one of none|if_supported|required".into()),
+            "page" => Ok(Approval::Page),
+            _ => Err(BAD.into()),
         },
-        _ => Err("approval must be one of none|if_supported|required".into()),
+        _ => Err(BAD.into()),
     }
+}
+
+fn parse_approvers(value: &Value) -> Result<Approvers, String> {
+    const BAD: &str = "approvers must be an object with usrgrps (a non-empty array of group names) and distinct_from_caller (a boolean)";
+    let Value::Object(object) = value else {
+        return Err(BAD.into());
+    };
+    let usrgrps: Vec<String> = match object.get(&KEYS.usrgrps) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s.to_string()),
+                _ => Err(BAD.to_string()),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::Set(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s.to_string()),
+                _ => Err(BAD.to_string()),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(BAD.into()),
+    };
+    // No group would mean nobody may approve: a policy mistake, named rather than guessed.
+    if usrgrps.is_empty() {
+        return Err(BAD.into());
+    }
+    let distinct_from_caller = match object.get(&KEYS.distinct_from_caller) {
+        Some(Value::Bool(b)) => *b,
+        _ => return Err(BAD.into()),
+    };
+    Ok(Approvers {
+        usrgrps,
+        distinct_from_caller,
+    })
 }
 
 fn parse_history(value: &Value) -> Result<HistoryLimits, String> {
@@ -257,7 +327,7 @@ fn type_name(value: &Value) -> &'static str {
 mod tests {
     use regorus::Value;
 
-    use super::{Approval, HistoryLimits, ToolKind, Verdict};
+    use super::{Approval, Approvers, HistoryLimits, ToolKind, Verdict};
 
     fn parse(json: &str, kind: ToolKind) -> Result<Verdict, String> {
         Verdict::parse(&Value::from_json_str(json).expect("json"), kind)
@@ -350,11 +420,71 @@ mod tests {
     }
 
     #[test]
+    fn page_approval_carries_its_approvers() {
+        let v = parse(
+            r#"{"allow": true, "approval": "page",
+                "approvers": {"usrgrps": ["Zabbix administrators"], "distinct_from_caller": true}}"#,
+            ToolKind::Write,
+        )
+        .expect("well-formed");
+        assert_eq!(v.approval, Approval::Page);
+        assert_eq!(
+            v.approvers,
+            Some(Approvers {
+                usrgrps: vec!["Zabbix administrators".into()],
+                distinct_from_caller: true
+            })
+        );
+        let cases = [
+            (
+                r#"{"allow": true, "approval": "page"}"#,
+                "approval page needs approvers",
+            ),
+            (
+                r#"{"allow": true, "approval": "required", "approvers": {"usrgrps": ["a"], "distinct_from_caller": true}}"#,
+                "approvers is only valid with approval page",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": {"usrgrps": [], "distinct_from_caller": true}}"#,
+                "approvers must be",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": {"usrgrps": ["a"]}}"#,
+                "approvers must be",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": {"usrgrps": ["a"], "distinct_from_caller": "yes"}}"#,
+                "approvers must be",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": {"usrgrps": "a", "distinct_from_caller": true}}"#,
+                "approvers must be",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": {"usrgrps": [1], "distinct_from_caller": true}}"#,
+                "approvers must be",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": null}"#,
+                "approvers must be",
+            ),
+        ];
+        for (json, expected) in cases {
+            let err = parse(json, ToolKind::Write).expect_err(json);
+            assert!(err.starts_with(expected), "{json}: {err}");
+        }
+    }
+
+    #[test]
     fn approval_serde_spelling() {
         assert_eq!(
             serde_json::to_string(&Approval::IfSupported).expect("ser"),
             "\"if_supported\""
         );
         assert_eq!(Approval::Required.as_str(), "required");
+        assert_eq!(
+            serde_json::to_string(&Approval::Page).expect("ser"),
+            "\"page\""
+        );
     }
 }

@@ -190,6 +190,7 @@ pub(crate) fn build(
         allow: false,
         reasons: vec![reason],
         approval: Approval::default_for(kind),
+        approvers: None,
         history: None,
         max_limit: None,
     });
@@ -203,6 +204,7 @@ pub(crate) fn build(
         allow: verdict.allow || dry_run_would_deny,
         reasons,
         approval: verdict.approval,
+        approvers: verdict.approvers,
         history: verdict.history,
         max_limit: verdict.max_limit,
         dry_run_would_deny,
@@ -306,7 +308,7 @@ mod tests {
         assert!(!bad.allow);
         assert_eq!(
             bad.reasons,
-            ["approval must be one of none|if_supported|required"]
+            ["approval must be one of none|if_supported|required|page"]
         );
         assert_eq!(
             decide("silent").reasons,

@@ -9,14 +9,15 @@ use serde_json::{Map, Value};
 /// The input document version; bump it on any incompatible change of the shape.
 pub const INPUT_VERSION: u32 = 1;
 
-/// What is being decided: the offer of a tool in `tools/list`, a tool call, or a
-/// resource read.
+/// What is being decided: the offer of a tool in `tools/list`, a tool call, a resource
+/// read, or whether a person on the approval page may decide a pending call (`approve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     List,
     Call,
     Resource,
+    Approve,
 }
 
 /// Whether a tool changes Zabbix.
@@ -46,6 +47,10 @@ pub struct PolicyInput {
     /// Only for write calls: what the call touches, resolved with the caller's token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<Targets>,
+    /// Only for phase `approve`: the person deciding on the approval page, resolved from
+    /// their own sign-in; the rest of the document is the pending call's `call` input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<CallerInfo>,
 }
 
 /// `input.tool`: always the plain (unprefixed) tool name, plus the exposed one.
@@ -148,6 +153,7 @@ impl PolicyInput {
             now: unix_now(),
             resource: None,
             targets: None,
+            approver: None,
         }
     }
 

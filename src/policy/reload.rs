@@ -194,6 +194,7 @@ const fn phase_name(phase: Phase) -> &'static str {
         Phase::List => "list",
         Phase::Call => "call",
         Phase::Resource => "resource",
+        Phase::Approve => "approve",
     }
 }
 
@@ -245,6 +246,7 @@ fn sample_input(phase: Phase, name: &str, kind: ToolKind, method: &str) -> Polic
         now: super::input::unix_now(),
         resource: None,
         targets: None,
+        approver: None,
     }
 }
 

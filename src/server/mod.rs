@@ -52,6 +52,8 @@ pub enum ServerError {
 /// A running server.
 pub struct Server {
     addrs: Vec<SocketAddr>,
+    /// The approval page's listeners (empty when it is off).
+    approval_addrs: Vec<SocketAddr>,
     /// Stops the accept loops; connections then drain.
     cancel: CancellationToken,
     /// Ends rmcp's sessions, only after the connections drained, so in-flight calls finish.
@@ -97,9 +99,12 @@ impl Server {
                 cancel.clone(),
             ));
         }
+        let approval_addrs =
+            crate::approval_page::start(&app, tls.clone(), cancel.clone(), &mut tasks).await?;
         let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
         Ok(Server {
             addrs,
+            approval_addrs,
             cancel,
             mcp_cancel,
             tasks,
@@ -110,6 +115,10 @@ impl Server {
 
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    pub fn approval_addrs(&self) -> &[SocketAddr] {
+        &self.approval_addrs
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), then returns.

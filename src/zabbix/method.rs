@@ -26,6 +26,9 @@ pub enum Method {
     MaintenanceCreate,
     MaintenanceUpdate,
     MaintenanceDelete,
+    /// The approval page: an approver's sign-in and sign-out.
+    UserLogin,
+    UserLogout,
 }
 
 impl Method {
@@ -52,6 +55,8 @@ impl Method {
             Method::MaintenanceCreate => "maintenance.create",
             Method::MaintenanceUpdate => "maintenance.update",
             Method::MaintenanceDelete => "maintenance.delete",
+            Method::UserLogin => "user.login",
+            Method::UserLogout => "user.logout",
         }
     }
 
@@ -59,7 +64,7 @@ impl Method {
     pub fn is_anonymous(self) -> bool {
         matches!(
             self,
-            Method::ApiInfoVersion | Method::UserCheckAuthentication
+            Method::ApiInfoVersion | Method::UserCheckAuthentication | Method::UserLogin
         )
     }
 
@@ -71,6 +76,8 @@ impl Method {
                 | Method::MaintenanceCreate
                 | Method::MaintenanceUpdate
                 | Method::MaintenanceDelete
+                | Method::UserLogin
+                | Method::UserLogout
         )
     }
 }

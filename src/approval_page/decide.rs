@@ -1,0 +1,183 @@
+//! Who may decide a pending call, and taking the decision: the approver's groups and four
+//! eyes (by userid) from the call's `approvers`, then the policy's `approve` phase; the
+//! transition is atomic in the store, and the outcome goes to the decision log under the
+//! call's `decision_id`.
+
+use serde_json::json;
+
+use crate::app::App;
+use crate::policy::{CallerInfo, Decision, Phase, PolicyInput};
+use crate::store::{ApprovalRecord, DecidedBy, From, Status, unix_now};
+use crate::zabbix::{ApiToken, Identity};
+
+/// The approver's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Choice {
+    Approve,
+    Decline,
+}
+
+/// How a decision attempt ended.
+pub(crate) enum Decided {
+    Done(Box<ApprovalRecord>),
+    Refused(String),
+}
+
+/// The checks that need no policy evaluation: group membership and four eyes.
+pub(crate) fn may_decide(record: &ApprovalRecord, approver: &Identity) -> Result<(), String> {
+    let approvers = &record.approvers;
+    if approvers.distinct_from_caller && approver.userid == record.input.caller.userid {
+        return Err("You asked for this change yourself: another person must approve it.".into());
+    }
+    if !approver
+        .usrgrps
+        .iter()
+        .any(|g| approvers.usrgrps.contains(g))
+    {
+        return Err(format!(
+            "Only members of {} may decide this change.",
+            approvers.usrgrps.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The `approve`-phase input: the pending call's input plus the approver.
+pub(crate) fn approve_input(
+    record: &ApprovalRecord,
+    approver: &Identity,
+    token: &ApiToken,
+) -> PolicyInput {
+    let mut input = record.input.clone();
+    input.phase = Phase::Approve;
+    input.now = unix_now();
+    input.resource = None;
+    input.approver = Some(CallerInfo {
+        userid: approver.userid.clone(),
+        username: approver.username.clone(),
+        user_type: u32::try_from(approver.user_type).unwrap_or(0),
+        roleid: approver.roleid.clone(),
+        usrgrps: approver.usrgrps.clone(),
+        token_id: token.id(),
+    });
+    input
+}
+
+/// Whether the policy lets this person decide (no decision log line: for listing).
+pub(crate) fn policy_allows(
+    app: &App,
+    record: &ApprovalRecord,
+    approver: &Identity,
+    token: &ApiToken,
+) -> bool {
+    let decision = app.policy.decide(&approve_input(record, approver, token));
+    decision.allow && !decision.dry_run_would_deny
+}
+
+/// Takes the decision if this person may, exactly once.
+pub(crate) async fn decide(
+    app: &App,
+    record: &ApprovalRecord,
+    approver: &Identity,
+    token: &ApiToken,
+    choice: Choice,
+) -> Result<Decided, crate::store::StoreError> {
+    let now = unix_now();
+    if record.status != Status::Pending {
+        return Ok(Decided::Refused(format!(
+            "This change is already {}.",
+            record.status.as_str()
+        )));
+    }
+    if record.expires_at <= now {
+        expire(app, record, now).await?;
+        return Ok(Decided::Refused("This approval request expired.".into()));
+    }
+    if let Err(reason) = may_decide(record, approver) {
+        log_refusal(app, record, approver, &reason, None);
+        return Ok(Decided::Refused(reason));
+    }
+    let input = approve_input(record, approver, token);
+    let decision = app.policy.decide(&input);
+    app.decisions.record(&decision, &input);
+    // Dry-run lets calls through, but never makes a person an approver the policy refuses.
+    if !decision.allow || decision.dry_run_would_deny {
+        let reason = format!(
+            "The policy does not let you decide this change: {}",
+            decision.reasons.join("; ")
+        );
+        log_refusal(app, record, approver, &reason, Some(&decision));
+        return Ok(Decided::Refused(reason));
+    }
+    let by = DecidedBy {
+        userid: approver.userid.clone(),
+        username: approver.username.clone(),
+        at: now,
+    };
+    let (to, event) = match choice {
+        Choice::Approve => (Status::Approved(by), "approved"),
+        Choice::Decline => (Status::Declined(by), "declined"),
+    };
+    let Some(decided) = app
+        .store
+        .transition(&record.id, From::Pending, to, now)
+        .await?
+    else {
+        return Ok(Decided::Refused(
+            "Someone else decided this change first, or it expired.".into(),
+        ));
+    };
+    app.decisions.event(
+        &record.decision_id,
+        event,
+        json!({"approval_id": record.id, "sha256": record.sha256,
+               "approver": {"userid": approver.userid, "username": approver.username},
+               "approve_decision": {"decision_id": decision.decision_id, "allow": decision.allow,
+                                    "reasons": decision.reasons}}),
+    );
+    tracing::info!(
+        decision_id = %record.decision_id,
+        user.id = %approver.userid,
+        outcome = event,
+        "page approval decided"
+    );
+    Ok(Decided::Done(Box::new(decided)))
+}
+
+/// Marks an expired pending approval (once) and logs it.
+pub(crate) async fn expire(
+    app: &App,
+    record: &ApprovalRecord,
+    now: u64,
+) -> Result<(), crate::store::StoreError> {
+    if app
+        .store
+        .transition(&record.id, From::Pending, Status::Expired, now)
+        .await?
+        .is_some()
+    {
+        app.decisions.event(
+            &record.decision_id,
+            "approval_expired",
+            json!({"approval_id": record.id, "sha256": record.sha256}),
+        );
+    }
+    Ok(())
+}
+
+fn log_refusal(
+    app: &App,
+    record: &ApprovalRecord,
+    approver: &Identity,
+    reason: &str,
+    decision: Option<&Decision>,
+) {
+    app.decisions.event(
+        &record.decision_id,
+        "approval_refused",
+        json!({"approval_id": record.id,
+               "approver": {"userid": approver.userid, "username": approver.username},
+               "reason": reason,
+               "approve_decision_id": decision.map(|d| d.decision_id.clone())}),
+    );
+}

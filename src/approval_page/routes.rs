@@ -1,0 +1,391 @@
+//! Requests of the approval page: sign-in and sign-out, the list, one approval, deciding.
+
+use std::net::IpAddr;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+
+use super::Page;
+use super::decide::{self, Choice, Decided};
+use super::html;
+use super::session::{Credentials, SESSION_TTL, Session, random_token, same_secret};
+use super::summary::summary;
+use crate::store::{Status, unix_now};
+
+const SESSION_COOKIE: &str = "zmg_session";
+const LOGIN_COOKIE: &str = "zmg_login";
+/// Forms are tiny; anything bigger is refused.
+const MAX_FORM_BYTES: usize = 16 * 1024;
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+type Reply = Response<Full<Bytes>>;
+
+pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr) -> Reply {
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or_default().to_owned();
+    let method = request.method().clone();
+    let cookies = cookies(&request);
+    let session = match cookies.iter().find(|(k, _)| k == SESSION_COOKIE) {
+        Some((_, id)) => page.sessions.get(id).await.map(|s| (id.clone(), s)),
+        None => None,
+    };
+    let login_csrf = cookies
+        .iter()
+        .find(|(k, _)| k == LOGIN_COOKIE)
+        .map(|(_, v)| v.clone());
+    let form = if method == Method::POST {
+        match read_form(request).await {
+            Some(form) => form,
+            None => return plain(StatusCode::PAYLOAD_TOO_LARGE, "Bad form"),
+        }
+    } else {
+        Vec::new()
+    };
+    let field = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default()
+    };
+    match (method, path.as_str()) {
+        (Method::GET, "/approvals/style.css") => {
+            let mut reply = secure(Response::new(Full::new(Bytes::from_static(
+                html::STYLE.as_bytes(),
+            ))));
+            reply
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css"));
+            reply
+        }
+        (Method::GET, "/approvals/login") => {
+            login_form(page, login_csrf.as_deref(), next_of(&query), false)
+        }
+        (_, path) if !(path == "/approvals" || path.starts_with("/approvals/")) => {
+            plain(StatusCode::NOT_FOUND, "Not found.")
+        }
+        (Method::POST, "/approvals/login") => {
+            let csrf_ok = login_csrf
+                .as_deref()
+                .is_some_and(|c| same_secret(c, field("csrf")));
+            if !csrf_ok {
+                return plain(
+                    StatusCode::FORBIDDEN,
+                    "The form expired or was not sent from this page; reload it.",
+                );
+            }
+            let credentials = if field("token").is_empty() {
+                Credentials::Password {
+                    username: field("username").to_owned(),
+                    password: field("password").to_owned(),
+                }
+            } else {
+                Credentials::Token(field("token").to_owned())
+            };
+            let next = safe_next(field("next"));
+            match page.sessions.sign_in(&page.app, peer, credentials).await {
+                Ok(id) => {
+                    let mut reply = redirect(&next);
+                    set_cookie(&mut reply, page, SESSION_COOKIE, &id, SESSION_TTL.as_secs());
+                    set_cookie(&mut reply, page, LOGIN_COOKIE, "", 0);
+                    reply
+                }
+                Err(super::session::SignInError::Refused) => {
+                    let mut reply = login_form(page, login_csrf.as_deref(), next, true);
+                    *reply.status_mut() = StatusCode::UNAUTHORIZED;
+                    reply
+                }
+                Err(error) => plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+            }
+        }
+        (method, path) => {
+            let Some((session_id, session)) = session else {
+                return match method {
+                    Method::GET => redirect(&format!("/approvals/login?next={}", encode(path))),
+                    _ => plain(StatusCode::FORBIDDEN, "Not signed in."),
+                };
+            };
+            if method == Method::POST && !same_secret(&session.csrf, field("csrf")) {
+                tracing::info!(client.address = %peer, "approval page: POST without a valid CSRF token");
+                return plain(
+                    StatusCode::FORBIDDEN,
+                    "Missing or wrong CSRF token; nothing was changed.",
+                );
+            }
+            match (method, path) {
+                (Method::POST, "/approvals/logout") => {
+                    page.sessions.sign_out(&session_id).await;
+                    let mut reply = redirect("/approvals/login");
+                    set_cookie(&mut reply, page, SESSION_COOKIE, "", 0);
+                    reply
+                }
+                (Method::GET, "/approvals" | "/approvals/") => list(page, &session).await,
+                (method, path) => match path.strip_prefix("/approvals/") {
+                    Some(id) if is_id(id) => {
+                        let choice = match (method, field("decision")) {
+                            (Method::GET, _) => None,
+                            (Method::POST, "approve") => Some(Choice::Approve),
+                            (Method::POST, "decline") => Some(Choice::Decline),
+                            _ => return plain(StatusCode::BAD_REQUEST, "Unknown decision."),
+                        };
+                        detail(page, &session, id, choice, field("sha256")).await
+                    }
+                    _ => plain(StatusCode::NOT_FOUND, "Not found."),
+                },
+            }
+        }
+    }
+}
+
+async fn list(page: &Page, session: &Session) -> Reply {
+    let records = match page.app.store.list_pending(unix_now()).await {
+        Ok(records) => records,
+        Err(error) => return plain(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let mine: Vec<_> = records
+        .into_iter()
+        .filter(|r| {
+            decide::may_decide(r, &session.identity).is_ok()
+                && decide::policy_allows(&page.app, r, &session.identity, &session.token)
+        })
+        .collect();
+    ok_html(html::list(&mine, &session.identity.username, &session.csrf))
+}
+
+async fn detail(
+    page: &Page,
+    session: &Session,
+    id: &str,
+    choice: Option<Choice>,
+    shown_sha256: &str,
+) -> Reply {
+    let app = &page.app;
+    let mut record = match app.store.get(id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "No such approval (it may have expired).",
+            );
+        }
+        Err(error) => return plain(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let now = unix_now();
+    if record.status == Status::Pending && record.expires_at <= now {
+        if let Err(error) = decide::expire(app, &record, now).await {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, &error.to_string());
+        }
+        record.status = Status::Expired;
+    }
+    let mut notice = None;
+    let mut status = StatusCode::OK;
+    let mut refusal = match decide::may_decide(&record, &session.identity) {
+        Err(reason) => Some(reason),
+        Ok(()) if record.status != Status::Pending => {
+            Some(format!("This change is {}.", record.status.as_str()))
+        }
+        Ok(()) => None,
+    };
+    if let Some(choice) = choice {
+        // The person decides on what they saw: a changed record is not decided blindly.
+        if shown_sha256 != record.sha256 {
+            return plain(
+                StatusCode::CONFLICT,
+                "The request changed since the page was shown; reload it.",
+            );
+        }
+        match decide::decide(app, &record, &session.identity, &session.token, choice).await {
+            Ok(Decided::Done(decided)) => {
+                notice = Some(format!("You {} this change.", decided.status.as_str()));
+                refusal = Some(format!("This change is {}.", decided.status.as_str()));
+                record = *decided;
+            }
+            Ok(Decided::Refused(reason)) => {
+                status = StatusCode::FORBIDDEN;
+                refusal = Some(reason);
+            }
+            Err(error) => return plain(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+        }
+    }
+    // Only the approvers and the caller see the call; anyone else learns only that they
+    // may not decide it.
+    let viewer = &session.identity;
+    let visible = viewer.userid == record.input.caller.userid
+        || viewer
+            .usrgrps
+            .iter()
+            .any(|g| record.approvers.usrgrps.contains(g));
+    if !visible {
+        let reason = refusal.unwrap_or_else(|| "You may not decide this change.".into());
+        return plain(StatusCode::FORBIDDEN, &reason);
+    }
+    let rows = summary(&app.zabbix, &session.token, &record).await;
+    let pretty = crate::display::pretty_payload(record.body.as_bytes())
+        .unwrap_or_else(|_| crate::display::escape_text(&record.body));
+    let detail = html::Detail {
+        record: &record,
+        summary: &rows,
+        pretty: &pretty,
+        zabbix_url: &app.config.frontend_url,
+        refusal: refusal.as_deref(),
+        notice: notice.as_deref(),
+    };
+    let mut reply = ok_html(html::detail(
+        &detail,
+        &session.identity.username,
+        &session.csrf,
+    ));
+    *reply.status_mut() = status;
+    reply
+}
+
+/// The sign-in form. Its CSRF token is the `zmg_login` cookie's, kept while it lives, so
+/// that several open sign-in forms (or a second load) do not invalidate each other.
+fn login_form(page: &Page, existing: Option<&str>, next: String, failed: bool) -> Reply {
+    let csrf = existing
+        .filter(|c| c.len() == 64 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
+        .map_or_else(random_token, str::to_owned);
+    let mut reply = ok_html(html::login(&csrf, &next, failed));
+    set_cookie(&mut reply, page, LOGIN_COOKIE, &csrf, 600);
+    reply
+}
+
+fn ok_html(body: String) -> Reply {
+    let mut reply = secure(Response::new(Full::new(Bytes::from(body))));
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    reply
+}
+
+fn plain(status: StatusCode, text: &str) -> Reply {
+    let mut reply = ok_html(html::message("Approvals", text));
+    *reply.status_mut() = status;
+    reply
+}
+
+fn redirect(to: &str) -> Reply {
+    let mut reply = secure(Response::new(Full::new(Bytes::new())));
+    *reply.status_mut() = StatusCode::SEE_OTHER;
+    if let Ok(location) = HeaderValue::from_str(to) {
+        reply.headers_mut().insert(header::LOCATION, location);
+    }
+    reply
+}
+
+/// Headers every answer carries.
+fn secure(mut reply: Reply) -> Reply {
+    let headers = reply.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    reply
+}
+
+fn set_cookie(reply: &mut Reply, page: &Page, name: &str, value: &str, max_age: u64) {
+    let secure = if page.tls { "; Secure" } else { "" };
+    let cookie = format!(
+        "{name}={value}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+    );
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        reply.headers_mut().append(header::SET_COOKIE, value);
+    }
+}
+
+fn cookies(request: &Request<Incoming>) -> Vec<(String, String)> {
+    request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+async fn read_form(request: Request<Incoming>) -> Option<Vec<(String, String)>> {
+    let body = Limited::new(request.into_body(), MAX_FORM_BYTES)
+        .collect()
+        .await
+        .ok()?
+        .to_bytes();
+    Some(form_urlencoded::parse(&body).into_owned().collect())
+}
+
+fn next_of(query: &str) -> String {
+    let next = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "next")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    safe_next(&next)
+}
+
+/// Only paths of this page: never an open redirect.
+fn safe_next(next: &str) -> String {
+    let ok = next.starts_with("/approvals")
+        && !next.contains("//")
+        && next
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_'));
+    if ok {
+        next.to_owned()
+    } else {
+        "/approvals".to_owned()
+    }
+}
+
+fn encode(path: &str) -> String {
+    form_urlencoded::byte_serialize(path.as_bytes()).collect()
+}
+
+fn is_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_id, safe_next};
+    use crate::approval_page::html;
+
+    #[test]
+    fn redirects_stay_on_the_page() {
+        assert_eq!(safe_next("/approvals/abc123"), "/approvals/abc123");
+        for evil in [
+            "https://evil.example/",
+            "//evil.example/approvals",
+            "/approvals//evil",
+            "/approvals/x?y=1",
+            "/other",
+            "",
+        ] {
+            assert_eq!(safe_next(evil), "/approvals", "{evil}");
+        }
+        assert!(is_id("0123abcdef"));
+        assert!(!is_id("../etc") && !is_id("") && !is_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn agent_text_is_escaped_for_html_and_for_hidden_characters() {
+        assert_eq!(
+            html::text("<script>\"x\" & 'y'</script>"),
+            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
+        );
+        assert_eq!(html::text("a\u{202E}b"), "a\\u{202E}b");
+    }
+}

@@ -1,0 +1,282 @@
+//! Approver sign-in and page sessions. An approver proves who they are with their own
+//! Zabbix credentials: username and password (`user.login` against `FrontendURL`; the
+//! Zabbix session ends with `user.logout` at sign-out) or their own API token. The
+//! password is only passed through to Zabbix, never kept or logged. Sessions are short
+//! and live in this replica's memory; when one ends (sign-out, or expiry noticed on a later
+//! page request), the Zabbix session it opened is ended with `user.logout`.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use moka::future::Cache;
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::zabbix::{ApiToken, Identity, Method};
+
+/// How long a page session lasts from sign-in.
+pub(crate) const SESSION_TTL: Duration = Duration::from_secs(900);
+/// Failed sign-ins allowed per username, and per client address (higher: behind a reverse
+/// proxy many people share one), within `FAILURE_WINDOW`.
+const MAX_FAILURES_PER_USER: u32 = 5;
+const MAX_FAILURES_PER_ADDRESS: u32 = 20;
+const FAILURE_WINDOW: Duration = Duration::from_secs(300);
+
+/// One signed-in approver.
+pub(crate) struct Session {
+    pub(crate) identity: Identity,
+    /// The approver's own token (their API token, or the Zabbix session of the sign-in):
+    /// the summary of a pending call is resolved with it.
+    pub(crate) token: ApiToken,
+    /// `true` when `token` is a Zabbix session opened by this sign-in, ended at sign-out.
+    pub(crate) owns_zabbix_session: bool,
+    /// Put into every form of this session and checked on every POST.
+    pub(crate) csrf: String,
+}
+
+/// Sessions and the failed sign-in counters of this replica.
+pub(crate) struct Sessions {
+    sessions: Cache<String, Arc<Session>>,
+    failures: Cache<String, u32>,
+}
+
+/// What the person typed into the sign-in form.
+pub(crate) enum Credentials {
+    Password { username: String, password: String },
+    Token(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SignInError {
+    /// Wrong credentials, unknown user, or too many failures: deliberately one answer.
+    #[error("sign-in failed")]
+    Refused,
+    #[error("Zabbix could not be asked: {0}")]
+    Upstream(String),
+}
+
+impl Sessions {
+    pub(crate) fn new(app: &Arc<App>) -> Self {
+        // Weak: the app does not own the page, and must not be kept alive by it.
+        let app: Weak<App> = Arc::downgrade(app);
+        let on_end = move |_id: Arc<String>, session: Arc<Session>, _cause| {
+            let app = app.clone();
+            let ended: moka::notification::ListenerFuture = Box::pin(async move {
+                if let Some(app) = app.upgrade()
+                    && session.owns_zabbix_session
+                {
+                    logout(&app, &session.token).await;
+                }
+            });
+            ended
+        };
+        Sessions {
+            sessions: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(SESSION_TTL)
+                .async_eviction_listener(on_end)
+                .build(),
+            failures: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(FAILURE_WINDOW)
+                .build(),
+        }
+    }
+
+    pub(crate) async fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.get(id).await
+    }
+
+    /// Checks the credentials with Zabbix and opens a session; returns its id.
+    pub(crate) async fn sign_in(
+        &self,
+        app: &App,
+        peer: IpAddr,
+        credentials: Credentials,
+    ) -> Result<String, SignInError> {
+        let user_key = match &credentials {
+            Credentials::Password { username, .. } => format!("user:{username}"),
+            Credentials::Token(_) => String::new(),
+        };
+        let peer_key = format!("ip:{peer}");
+        for (key, max) in [
+            (&peer_key, MAX_FAILURES_PER_ADDRESS),
+            (&user_key, MAX_FAILURES_PER_USER),
+        ] {
+            if !key.is_empty() && self.failures.get(key).await.unwrap_or(0) >= max {
+                tracing::info!(client.address = %peer, "approval page sign-in rate-limited");
+                return Err(SignInError::Refused);
+            }
+        }
+        let result = match credentials {
+            Credentials::Password { username, password } => {
+                password_session(app, &username, &password).await
+            }
+            Credentials::Token(token) => token_session(app, ApiToken::new(token)).await,
+        };
+        let session = match result {
+            Ok(session) => session,
+            Err(SignInError::Refused) => {
+                for key in [peer_key, user_key] {
+                    if !key.is_empty() {
+                        let count = self.failures.get(&key).await.unwrap_or(0);
+                        self.failures.insert(key, count.saturating_add(1)).await;
+                    }
+                }
+                tracing::info!(client.address = %peer, "approval page sign-in refused");
+                return Err(SignInError::Refused);
+            }
+            Err(other) => return Err(other),
+        };
+        tracing::info!(
+            client.address = %peer,
+            user.id = %session.identity.userid,
+            "approval page sign-in"
+        );
+        let id = random_token();
+        self.sessions.insert(id.clone(), Arc::new(session)).await;
+        Ok(id)
+    }
+
+    /// Ends the page session; the eviction listener ends the Zabbix session it opened.
+    pub(crate) async fn sign_out(&self, id: &str) {
+        self.sessions.invalidate(id).await;
+    }
+}
+
+async fn password_session(
+    app: &App,
+    username: &str,
+    password: &str,
+) -> Result<Session, SignInError> {
+    let upstream = |e: crate::zabbix::ZabbixError| SignInError::Upstream(e.to_string());
+    let user = app
+        .zabbix
+        .call(
+            Method::UserLogin,
+            &json!({"username": username, "password": password, "userData": true}),
+            None,
+        )
+        .await
+        .map_err(|e| match e {
+            // Zabbix answers wrong password and unknown user alike; so do we.
+            crate::zabbix::ZabbixError::Api { .. } => SignInError::Refused,
+            other => upstream(other),
+        })?;
+    let sid = text(&user, "sessionid");
+    if sid.is_empty() {
+        return Err(SignInError::Refused);
+    }
+    let token = ApiToken::new(sid);
+    match identity(app, &user, &token).await {
+        Ok(identity) => Ok(Session {
+            identity,
+            token,
+            owns_zabbix_session: true,
+            csrf: random_token(),
+        }),
+        Err(error) => {
+            logout(app, &token).await;
+            Err(error)
+        }
+    }
+}
+
+async fn token_session(app: &App, token: ApiToken) -> Result<Session, SignInError> {
+    let identity = app
+        .callers
+        .resolve(&app.zabbix, &token)
+        .await
+        .map_err(|e| match e {
+            crate::zabbix::CallerError::InvalidToken(_) => SignInError::Refused,
+            // An identity without its groups cannot be checked against approvers.
+            other @ (crate::zabbix::CallerError::Upstream(_)
+            | crate::zabbix::CallerError::GroupsUnavailable(_)
+            | crate::zabbix::CallerError::Incomplete { .. }) => {
+                SignInError::Upstream(other.to_string())
+            }
+        })?;
+    Ok(Session {
+        identity: (*identity).clone(),
+        token,
+        owns_zabbix_session: false,
+        csrf: random_token(),
+    })
+}
+
+/// The approver's identity from `user.login`'s user data plus their user groups, read
+/// with their own session. No groups known = no group membership (fails closed).
+async fn identity(app: &App, user: &Value, token: &ApiToken) -> Result<Identity, SignInError> {
+    let version = app
+        .zabbix
+        .version()
+        .await
+        .map_err(|e| SignInError::Upstream(e.to_string()))?;
+    let userid = text(user, "userid");
+    if userid.is_empty() {
+        return Err(SignInError::Refused);
+    }
+    let groups = app
+        .zabbix
+        .call(
+            Method::UserGroupGet,
+            &json!({"userids": [userid], "output": ["name"], "sortfield": "name"}),
+            Some((token, version)),
+        )
+        .await
+        .map_err(|e| SignInError::Upstream(e.to_string()))?;
+    let usrgrps = groups
+        .as_array()
+        .map(|groups| {
+            groups
+                .iter()
+                .filter_map(|g| g["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Identity {
+        userid,
+        username: text(user, "username"),
+        user_type: text(user, "type").parse().unwrap_or(0),
+        roleid: text(user, "roleid"),
+        usrgrps,
+    })
+}
+
+async fn logout(app: &App, token: &ApiToken) {
+    let Ok(version) = app.zabbix.version().await else {
+        return;
+    };
+    if let Err(error) = app
+        .zabbix
+        .call(Method::UserLogout, &json!([]), Some((token, version)))
+        .await
+    {
+        tracing::info!(%error, "approval page: user.logout failed");
+    }
+}
+
+fn text(value: &Value, key: &str) -> String {
+    match &value[key] {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// 256 random bits as hex (session ids, CSRF tokens).
+pub(crate) fn random_token() -> String {
+    let mut bytes = uuid::Uuid::new_v4().as_bytes().to_vec();
+    bytes.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    hex::encode(bytes)
+}
+
+/// Equal-length comparison that does not stop at the first difference.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}

@@ -1,0 +1,326 @@
+//! The MCP side of `page` approval. The first call stores a pending approval keyed by
+//! (caller token, tool, payload SHA-256) and answers `approval_pending` with the link; a
+//! person decides on the approval page; the retry of the same call finds the decision:
+//! after a yes the stored body is sent, once (an atomic store transition), after a no
+//! `approval_declined`, after the expiry `approval_expired`, before a decision
+//! `approval_pending` again with the same id. Clients that declare URL elicitation
+//! (`elicitation.url`) are told in URL mode: on a stateful session an `elicitation/create`
+//! with the link (and `notifications/elicitation/complete` once decided); stateless, the
+//! JSON-RPC error -32042 (URL elicitation required). The approval id is the
+//! `elicitationId`.
+
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, CustomNotification, ElicitRequestParams, ErrorCode, ServerNotification,
+};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::config::SessionMode;
+use crate::mcp::approval::{ApprovalError, sha256_hex};
+use crate::mcp::errors::ToolError;
+use crate::mcp::gate::Subject;
+use crate::mcp::write::{WriteCall, Written};
+use crate::policy::{Phase, PolicyInput};
+use crate::store::{ApprovalRecord, DecidedBy, From, Status, Store, unix_now};
+use crate::zabbix::{Payload, ZabbixError};
+
+/// A write whose decision asks for `page` approval.
+pub(crate) async fn call(
+    app: &App,
+    call: &WriteCall<'_>,
+    params: &Value,
+) -> Result<Written, ToolError> {
+    let decision_id = call.decision.decision_id.as_str();
+    let Some(page) = app.config.approval_page.as_ref() else {
+        app.decisions.event(
+            decision_id,
+            "approval",
+            json!({"outcome": "unavailable", "approval": "page", "reason": "approval page not configured"}),
+        );
+        return Err(ToolError::ApprovalPageOff);
+    };
+    let Some(approvers) = call.decision.approvers.clone() else {
+        // Verdict::parse makes `page` come with approvers; a decision without is not ours to guess.
+        return Err(ToolError::Denied {
+            reasons: vec!["approval page without approvers".into()],
+        });
+    };
+    let body = stable_body(call, params)?;
+    let sha256 = sha256_hex(&body);
+    let now = unix_now();
+    let fresh = ApprovalRecord {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        decision_id: decision_id.to_owned(),
+        input: call_input(call),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        sha256: sha256.clone(),
+        approvers,
+        created_at: now,
+        expires_at: now.saturating_add(app.config.approval_timeout.as_secs()),
+        status: Status::Pending,
+    };
+    let (record, created) = app.store.create_or_get(fresh).await?;
+    let url = format!("{}/approvals/{}", page.url, record.id);
+    if created {
+        app.decisions.event(
+            decision_id,
+            "approval_requested",
+            json!({"approval_id": record.id, "sha256": sha256, "expires_at": record.expires_at,
+                   "url": url, "approvers": record.approvers}),
+        );
+    } else {
+        // The retry's own decision line points at the approval it found.
+        app.decisions.event(
+            decision_id,
+            "approval",
+            json!({"via": "page", "approval_of": record.decision_id, "approval_id": record.id,
+                   "state": record.status.as_str()}),
+        );
+    }
+    match &record.status {
+        Status::Pending if record.expires_at > now => {
+            if created && url_session(app, call) {
+                ask_by_url(app, call, &record, &url).await;
+            }
+            Err(pending(&record, url))
+        }
+        Status::Pending => {
+            expire(app, &record, now).await?;
+            Err(ToolError::ApprovalExpired)
+        }
+        Status::Expired => {
+            app.store
+                .forget_key(&record.dedupe_key(), &record.id)
+                .await?;
+            Err(ToolError::ApprovalExpired)
+        }
+        Status::Declined(by) => Err(ToolError::ApprovalDeclined(format!(
+            "declined on the approval page by {}",
+            by.username
+        ))),
+        Status::Redeemed(_) => Err(ApprovalError::AlreadyUsed.into()),
+        Status::Approved(by) => redeem(app, call, &record, by, now).await,
+    }
+}
+
+/// Sends the approved body if this retry is the one that redeems it.
+async fn redeem(
+    app: &App,
+    call: &WriteCall<'_>,
+    record: &ApprovalRecord,
+    by: &DecidedBy,
+    now: u64,
+) -> Result<Written, ToolError> {
+    if record.expires_at <= now {
+        return Err(ToolError::ApprovalExpired);
+    }
+    let redeemed = app
+        .store
+        .transition(
+            &record.id,
+            From::Approved,
+            Status::Redeemed(by.clone()),
+            now,
+        )
+        .await?;
+    let Some(redeemed) = redeemed else {
+        // Another retry (maybe on another replica) won, or the time ran out meanwhile.
+        return match app.store.get(&record.id).await? {
+            Some(r) if matches!(r.status, Status::Approved(_)) => Err(ToolError::ApprovalExpired),
+            _ => Err(ApprovalError::AlreadyUsed.into()),
+        };
+    };
+    app.decisions.event(
+        &record.decision_id,
+        "redeemed",
+        json!({"approval_id": record.id, "sha256": redeemed.sha256,
+               "approved_by": {"userid": by.userid, "username": by.username},
+               "retry_decision_id": call.decision.decision_id}),
+    );
+    let payload = Payload {
+        method: call.def.method,
+        body: Bytes::from(redeemed.body.into_bytes()),
+    };
+    let result = app
+        .zabbix
+        .send(&payload, Some((&call.caller.token, call.version)))
+        .await?;
+    let value = match result {
+        Value::Object(_) => result,
+        other => json!({ "result": other }),
+    };
+    Ok(Written::Done(rmcp::model::CallToolResult::structured(
+        value,
+    )))
+}
+
+async fn expire(app: &App, record: &ApprovalRecord, now: u64) -> Result<(), ToolError> {
+    let expired = app
+        .store
+        .transition(&record.id, From::Pending, Status::Expired, now)
+        .await?;
+    if expired.is_some() {
+        app.decisions.event(
+            &record.decision_id,
+            "approval_expired",
+            json!({"approval_id": record.id, "sha256": record.sha256}),
+        );
+    }
+    app.store
+        .forget_key(&record.dedupe_key(), &record.id)
+        .await?;
+    Ok(())
+}
+
+fn pending(record: &ApprovalRecord, url: String) -> ToolError {
+    ToolError::ApprovalPending {
+        approval_id: record.id.clone(),
+        url,
+        expires: rfc3339(record.expires_at),
+    }
+}
+
+/// The JSON-RPC body with a fixed id, so that the same arguments give the same bytes and
+/// hash on every retry and every replica (the id only pairs a response with its request).
+fn stable_body(call: &WriteCall<'_>, params: &Value) -> Result<Vec<u8>, ToolError> {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "method": call.def.method.as_str(),
+        "params": params,
+        "id": 1,
+    });
+    serde_json::to_vec(&body).map_err(|e| {
+        ToolError::Zabbix(ZabbixError::BadResponse(format!(
+            "cannot serialize request: {e}"
+        )))
+    })
+}
+
+/// The `call`-phase input of this call, kept with the approval for the `approve` phase.
+fn call_input(call: &WriteCall<'_>) -> PolicyInput {
+    let tool = crate::mcp::gate::tool_info(call.def, &call.request.name);
+    let mut input = PolicyInput::new(
+        Phase::Call,
+        tool,
+        call.subject.caller.clone(),
+        call.subject.client.clone(),
+        call.subject.zabbix.clone(),
+    );
+    input.arguments = call.arguments.0.clone();
+    input
+}
+
+/// `2026-12-01T15:04:05Z` for Unix seconds.
+pub(crate) fn rfc3339(seconds: u64) -> String {
+    let (year, month, day) = crate::calendar::civil_from_days(seconds / 86_400);
+    let rest = seconds % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// -32042, "URL elicitation required" (MCP 2025-11-25).
+const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
+
+/// How long the client may take to answer the URL elicitation (it only says whether the
+/// person was shown the link; the decision comes from the page).
+const URL_ELICITATION_WAIT: Duration = Duration::from_secs(60);
+/// How often a stateful session's watcher looks for the decision.
+const WATCH_INTERVAL: Duration = Duration::from_secs(1);
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+
+fn url_session(app: &App, call: &WriteCall<'_>) -> bool {
+    app.config.session_mode == SessionMode::Stateful
+        && call.subject.client.elicitation.iter().any(|m| m == "url")
+}
+
+/// Stateful session, URL-elicitation client: shows the link through `elicitation/create`
+/// in url mode, and sends `notifications/elicitation/complete` once the approval is decided
+/// or expired (a watcher bounded by the expiry).
+async fn ask_by_url(app: &App, call: &WriteCall<'_>, record: &ApprovalRecord, url: &str) {
+    let params = ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message: format!(
+            "A person must approve {} on the approval page; call again with the same arguments once it is decided.",
+            record.input.tool.name
+        ),
+        url: url.to_owned(),
+        elicitation_id: record.id.clone(),
+    };
+    let peer = call.context.peer.clone();
+    match tokio::time::timeout(URL_ELICITATION_WAIT, peer.create_elicitation(params)).await {
+        Ok(Ok(answer)) => tracing::debug!(action = ?answer.action, "url elicitation answered"),
+        Ok(Err(error)) => tracing::info!(%error, "url elicitation failed"),
+        Err(_) => tracing::info!("url elicitation not answered in time"),
+    }
+    tokio::spawn(watch(
+        app.store.clone(),
+        peer,
+        record.id.clone(),
+        record.expires_at,
+    ));
+}
+
+async fn watch(store: Arc<Store>, peer: rmcp::Peer<rmcp::RoleServer>, id: String, expires_at: u64) {
+    loop {
+        tokio::time::sleep(WATCH_INTERVAL).await;
+        let now = unix_now();
+        match store.get(&id).await {
+            Ok(Some(r)) if r.status == Status::Pending && now < expires_at => {}
+            // A store hiccup: look again, but never past the expiry.
+            Err(_) if now < expires_at => {}
+            _ => break,
+        }
+    }
+    let complete =
+        CustomNotification::new(ELICITATION_COMPLETE, Some(json!({"elicitationId": id})));
+    if let Err(error) = peer
+        .send_notification(ServerNotification::CustomNotification(complete))
+        .await
+    {
+        tracing::info!(%error, "elicitation complete notification not delivered");
+    }
+}
+
+/// The `approval_pending` answer as -32042, for a stateless client that declared URL
+/// elicitation (stateful sessions were asked with `elicitation/create`).
+pub(crate) fn url_elicitation(
+    app: &App,
+    subject: &Subject,
+    response: &CallToolResponse,
+) -> Option<McpError> {
+    if app.config.session_mode == SessionMode::Stateful
+        || !subject.client.elicitation.iter().any(|m| m == "url")
+    {
+        return None;
+    }
+    let CallToolResponse::Complete(result) = response else {
+        return None;
+    };
+    let body = result.structured_content.as_ref()?;
+    if result.is_error != Some(true) || body["code"] != "approval_pending" {
+        return None;
+    }
+    let data = &body["data"];
+    Some(McpError::new(
+        URL_ELICITATION_REQUIRED,
+        "a person must approve this call on the approval page",
+        Some(json!({
+            "elicitations": [{
+                "mode": "url",
+                "elicitationId": data["approval_id"],
+                "url": data["url"],
+                "message": body["message"],
+            }],
+            "decision_id": body["decision_id"],
+        })),
+    ))
+}

@@ -1,0 +1,233 @@
+//! Shared state: pending and decided page approvals, and single-use records (sealed
+//! 2026-07-28 approval states). In memory by default (one replica), or in Redis
+//! (`SharedStore=redis://…`) when replicas must agree. Every state change is a
+//! compare-and-set done atomically by the backend, so a decision is taken once and an
+//! approved payload is redeemed once, also under a race across replicas.
+
+mod memory;
+mod redis_backend;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{Approvers, PolicyInput};
+
+pub use memory::MemoryStore;
+pub use redis_backend::RedisStore;
+
+/// How long a finished record (decided, redeemed, expired) is kept after its expiry, so a
+/// late retry gets a precise answer instead of a new approval request.
+pub const RETAIN_SECONDS: u64 = 3600;
+/// At most this many approval records in memory (pending and retained); beyond it new
+/// requests are refused rather than growing without bound.
+pub const MEMORY_CAPACITY: usize = 10_000;
+
+/// One store, one of two backends.
+pub enum Store {
+    Memory(MemoryStore),
+    Redis(RedisStore),
+}
+
+/// A page approval: the pending call as it will be sent, and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// Random; the last path segment of the approval URL.
+    pub id: String,
+    /// The call's `decision_id`: every event of this approval is logged under it.
+    pub decision_id: String,
+    /// The `call`-phase policy input of the pending call (tool, arguments, caller, client).
+    pub input: PolicyInput,
+    /// The exact JSON-RPC body (without the token) that is sent after a yes.
+    pub body: String,
+    pub sha256: String,
+    /// Who may decide, from the call decision.
+    pub approvers: Approvers,
+    pub created_at: u64,
+    /// Unix seconds after which it can neither be decided nor redeemed.
+    pub expires_at: u64,
+    pub status: Status,
+}
+
+/// Where an approval stands. Transitions: pending → approved | declined | expired;
+/// approved → redeemed. Each happens once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Approved(DecidedBy),
+    Declined(DecidedBy),
+    Expired,
+    Redeemed(DecidedBy),
+}
+
+/// The person who decided, as resolved from their own sign-in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecidedBy {
+    pub userid: String,
+    pub username: String,
+    pub at: u64,
+}
+
+/// The state a transition starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    Pending,
+    Approved,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("shared store: {0}")]
+    Backend(String),
+    #[error("shared store did not answer within {0:?}")]
+    Timeout(std::time::Duration),
+    #[error("shared store holds a record it cannot read: {0}")]
+    Corrupt(String),
+    #[error("too many pending approvals (at most {MEMORY_CAPACITY})")]
+    Full,
+    #[error("SharedStore must be memory or a redis:// or rediss:// URL: {0}")]
+    BadUrl(String),
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved(_) => "approved",
+            Status::Declined(_) => "declined",
+            Status::Expired => "expired",
+            Status::Redeemed(_) => "redeemed",
+        }
+    }
+
+    fn is(&self, from: From) -> bool {
+        matches!(
+            (self, from),
+            (Status::Pending, From::Pending) | (Status::Approved(_), From::Approved)
+        )
+    }
+}
+
+impl ApprovalRecord {
+    /// The key that makes a retry find its approval: same caller token, tool and payload.
+    /// Seconds since the Unix epoch; 0 if the clock is before it.
+    pub fn unix_now() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
+    pub fn dedupe_key(&self) -> String {
+        dedupe_key(
+            &self.input.caller.token_id,
+            &self.input.tool.name,
+            &self.sha256,
+        )
+    }
+}
+
+/// Seconds since the Unix epoch; 0 if the clock is before it.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+pub fn dedupe_key(token_id: &str, tool: &str, sha256: &str) -> String {
+    format!("{token_id}:{tool}:{sha256}")
+}
+
+impl Store {
+    /// `None` or `memory`: in memory; `redis://` / `rediss://`: Redis (connected lazily).
+    pub fn open(url: Option<&str>, timeout: std::time::Duration) -> Result<Store, StoreError> {
+        match url {
+            None | Some("memory") => Ok(Store::Memory(MemoryStore::new())),
+            Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
+                Ok(Store::Redis(RedisStore::new(url, timeout)?))
+            }
+            // Only the scheme: the rest may hold a password.
+            Some(other) => Err(StoreError::BadUrl(format!(
+                "{}://…",
+                other.split("://").next().unwrap_or_default()
+            ))),
+        }
+    }
+
+    /// The pending (or decided) approval of the same caller, tool and payload, or `new`
+    /// stored as pending. Returns the record and whether it was created now.
+    pub async fn create_or_get(
+        &self,
+        new: ApprovalRecord,
+    ) -> Result<(ApprovalRecord, bool), StoreError> {
+        match self {
+            Store::Memory(m) => m.create_or_get(new),
+            Store::Redis(r) => r.create_or_get(new).await,
+        }
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        match self {
+            Store::Memory(m) => Ok(m.get(id)),
+            Store::Redis(r) => r.get(id).await,
+        }
+    }
+
+    /// Pending approvals that have not expired, oldest first.
+    pub async fn list_pending(&self, now: u64) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let mut records = match self {
+            Store::Memory(m) => m.list_pending(),
+            Store::Redis(r) => r.list_pending().await?,
+        };
+        records.retain(|r| r.status == Status::Pending && r.expires_at > now);
+        records.sort_by_key(|r| r.created_at);
+        Ok(records)
+    }
+
+    /// Moves the record from `from` to `to` if it is in `from` (and, for a decision or a
+    /// redemption, not expired at `now`). `Ok(None)`: it was not (someone else won, or it
+    /// expired); the caller reads the record again to say why.
+    pub async fn transition(
+        &self,
+        id: &str,
+        from: From,
+        to: Status,
+        now: u64,
+    ) -> Result<Option<ApprovalRecord>, StoreError> {
+        match self {
+            Store::Memory(m) => Ok(m.transition(id, from, to, now)),
+            Store::Redis(r) => r.transition(id, from, to, now).await,
+        }
+    }
+
+    /// Forgets which approval a retry of this payload finds, so the next call asks anew
+    /// (after an expiry). The record itself stays until it is retired.
+    pub async fn forget_key(&self, key: &str, id: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(m) => {
+                m.forget_key(key, id);
+                Ok(())
+            }
+            Store::Redis(r) => r.forget_key(key, id).await,
+        }
+    }
+
+    /// Records `nonce` as used: `true` the first time, `false` ever after (within `ttl`).
+    pub async fn use_once(
+        &self,
+        nonce: &str,
+        ttl: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(m) => Ok(m.use_once(nonce, ttl).await),
+            Store::Redis(r) => r.use_once(nonce, ttl).await,
+        }
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Store::Memory(_) => "memory",
+            Store::Redis(_) => "redis",
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The Redis backend: replicas share approvals and single-use records. Every state change
+//! is one Lua script (atomic on the server), so two replicas racing to decide or redeem
+//! the same approval cannot both win.
+//!
+//! Layout (prefix `zmg:`): `approval:<id>` a hash {record, status, state, expires_at};
+//! `key:<token_id>:<tool>:<sha256>` → id; `pending` a sorted set of pending ids by
+//! creation time; `once:<nonce>` single-use markers (SET NX PX).
+
+use std::future::Future;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{Client, Script};
+use tokio::sync::OnceCell;
+
+use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
+
+const PREFIX: &str = "zmg:";
+/// At most this many pending approvals are listed.
+const LIST_MAX: isize = 1000;
+
+pub struct RedisStore {
+    client: Client,
+    connection: OnceCell<ConnectionManager>,
+    timeout: Duration,
+}
+
+static CREATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local id = redis.call('GET', KEYS[1])
+if id then
+  local k = ARGV[6] .. id
+  if redis.call('EXISTS', k) == 1 then
+    return {id, redis.call('HGET', k, 'record'), redis.call('HGET', k, 'status'), '0'}
+  end
+end
+redis.call('HSET', KEYS[2], 'record', ARGV[2], 'status', ARGV[3], 'state', 'pending', 'expires_at', ARGV[7])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
+return {ARGV[1], ARGV[2], ARGV[3], '1'}
+",
+    )
+});
+
+static TRANSITION: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then return false end
+if ARGV[6] == '1' and tonumber(redis.call('HGET', KEYS[1], 'expires_at')) <= tonumber(ARGV[4]) then
+  return false
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'status', ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[5])
+return {redis.call('HGET', KEYS[1], 'record'), ARGV[3]}
+",
+    )
+});
+
+static FORGET: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+",
+    )
+});
+
+impl RedisStore {
+    /// Checks the URL; the connection is made on first use (and re-made when it drops).
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, StoreError> {
+        // The URL may hold a password: never echo it.
+        let client = Client::open(url)
+            .map_err(|_| StoreError::BadUrl("a redis URL that does not parse".into()))?;
+        Ok(RedisStore {
+            client,
+            connection: OnceCell::new(),
+            timeout,
+        })
+    }
+
+    async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let work = async {
+            let connection = self
+                .connection
+                .get_or_try_init(|| self.client.get_connection_manager())
+                .await
+                .map_err(backend)?;
+            op(connection.clone()).await.map_err(backend)
+        };
+        tokio::time::timeout(self.timeout, work)
+            .await
+            .map_err(|_| StoreError::Timeout(self.timeout))?
+    }
+
+    pub(super) async fn create_or_get(
+        &self,
+        new: ApprovalRecord,
+    ) -> Result<(ApprovalRecord, bool), StoreError> {
+        let record = serde_json::to_string(&new).map_err(corrupt)?;
+        let status = serde_json::to_string(&new.status).map_err(corrupt)?;
+        let ttl = new
+            .expires_at
+            .saturating_sub(new.created_at)
+            .saturating_add(RETAIN_SECONDS);
+        let reply: Vec<String> = self
+            .run(|mut c| async move {
+                CREATE
+                    .key(format!("{PREFIX}key:{}", new.dedupe_key()))
+                    .key(record_key(&new.id))
+                    .key(format!("{PREFIX}pending"))
+                    .arg(&new.id)
+                    .arg(&record)
+                    .arg(&status)
+                    .arg(ttl)
+                    .arg(new.created_at)
+                    .arg(format!("{PREFIX}approval:"))
+                    .arg(new.expires_at)
+                    .invoke_async(&mut c)
+                    .await
+            })
+            .await?;
+        match reply.as_slice() {
+            [_, record, status, created] => Ok((decode(record, status)?, created == "1")),
+            _ => Err(StoreError::Corrupt("unexpected reply to create".into())),
+        }
+    }
+
+    pub(super) async fn get(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        let key = record_key(id);
+        let (record, status): (Option<String>, Option<String>) = self
+            .run(|mut c| async move {
+                redis::cmd("HMGET")
+                    .arg(&key)
+                    .arg("record")
+                    .arg("status")
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        match (record, status) {
+            (Some(record), Some(status)) => decode(&record, &status).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    pub(super) async fn list_pending(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let ids: Vec<String> = self
+            .run(|mut c| async move {
+                redis::cmd("ZRANGE")
+                    .arg(format!("{PREFIX}pending"))
+                    .arg(0)
+                    .arg(LIST_MAX - 1)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        let mut records = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.get(&id).await? {
+                Some(record) => records.push(record),
+                // Retired by Redis' TTL: drop it from the index too.
+                None => {
+                    self.run(|mut c| async move {
+                        redis::cmd("ZREM")
+                            .arg(format!("{PREFIX}pending"))
+                            .arg(&id)
+                            .query_async::<i64>(&mut c)
+                            .await
+                    })
+                    .await?;
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    pub(super) async fn transition(
+        &self,
+        id: &str,
+        from: From,
+        to: Status,
+        now: u64,
+    ) -> Result<Option<ApprovalRecord>, StoreError> {
+        let from_name = match from {
+            From::Pending => "pending",
+            From::Approved => "approved",
+        };
+        let to_name = to.as_str();
+        let needs_time = if to == Status::Expired { "0" } else { "1" };
+        let status = serde_json::to_string(&to).map_err(corrupt)?;
+        let reply: Option<Vec<String>> = self
+            .run(|mut c| async move {
+                TRANSITION
+                    .key(record_key(id))
+                    .key(format!("{PREFIX}pending"))
+                    .arg(from_name)
+                    .arg(to_name)
+                    .arg(&status)
+                    .arg(now)
+                    .arg(id)
+                    .arg(needs_time)
+                    .invoke_async(&mut c)
+                    .await
+            })
+            .await?;
+        match reply.as_deref() {
+            None => Ok(None),
+            Some([record, status]) => decode(record, status).map(Some),
+            Some(_) => Err(StoreError::Corrupt("unexpected reply to transition".into())),
+        }
+    }
+
+    pub(super) async fn forget_key(&self, key: &str, id: &str) -> Result<(), StoreError> {
+        self.run(|mut c| async move {
+            FORGET
+                .key(format!("{PREFIX}key:{key}"))
+                .arg(id)
+                .invoke_async::<i64>(&mut c)
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub(super) async fn use_once(&self, nonce: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let reply: Option<String> = self
+            .run(|mut c| async move {
+                redis::cmd("SET")
+                    .arg(format!("{PREFIX}once:{nonce}"))
+                    .arg(1)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(millis)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(reply.is_some())
+    }
+}
+
+fn record_key(id: &str) -> String {
+    format!("{PREFIX}approval:{id}")
+}
+
+/// The record as stored at creation, with its current status.
+fn decode(record: &str, status: &str) -> Result<ApprovalRecord, StoreError> {
+    let mut record: ApprovalRecord = serde_json::from_str(record).map_err(corrupt)?;
+    record.status = serde_json::from_str(status).map_err(corrupt)?;
+    Ok(record)
+}
+
+fn backend(error: redis::RedisError) -> StoreError {
+    // Redis errors name commands and addresses, never the URL's password.
+    StoreError::Backend(error.to_string())
+}
+
+fn corrupt(error: serde_json::Error) -> StoreError {
+    StoreError::Corrupt(error.to_string())
+}

@@ -1,0 +1,315 @@
+//! Helpers of the approval page tests: sidecars with the four_eyes policy and the page on,
+//! an HTTP client for the page that keeps its cookies, a headless Chromium through
+//! chromedriver, the decision log, and waiting on conditions.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use zabbix_mcp_guard::config::{ApprovalPageConfig, DecisionLogSink, Secret, SessionMode};
+
+use crate::common::{self, Guard, config_for, start_with, temp_path};
+
+pub const TOOL: &str = "problem_acknowledge";
+/// mcp-operator may write to mcp-web-01 (Linux servers) only.
+pub const HOST: &str = "mcp-web-01";
+pub const TRIGGER: &str = "MCP uint too high";
+
+pub struct Sidecar {
+    pub guard: Guard,
+    pub page: String,
+    pub log: PathBuf,
+}
+
+/// How a test sidecar is set up.
+pub struct Setup<'a> {
+    pub zabbix_url: &'a str,
+    pub page: bool,
+    pub timeout_secs: u64,
+    pub shared_store: Option<String>,
+    pub stateful: bool,
+}
+
+/// The shipped four_eyes example (approvers: Zabbix administrators) in a directory of its own.
+pub fn four_eyes() -> PathBuf {
+    let dir = temp_path("four_eyes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/examples/four_eyes");
+    for file in ["policy.rego", "data.json"] {
+        std::fs::copy(example.join(file), dir.join(file)).unwrap();
+    }
+    dir
+}
+
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
+    let mut config = config_for(setup.zabbix_url);
+    config.policy_dir = Some(four_eyes());
+    let log = temp_path("decisions.log");
+    config.decision_log = DecisionLogSink::File(log.clone());
+    config.approval_timeout = Duration::from_secs(setup.timeout_secs);
+    if setup.stateful {
+        config.session_mode = SessionMode::Stateful;
+    }
+    config.shared_store = setup.shared_store.map(|url| Secret::new(url.into_bytes()));
+    let port = free_port();
+    let page = format!("http://127.0.0.1:{port}");
+    if setup.page {
+        config.approval_page = Some(ApprovalPageConfig {
+            listen_ip: vec!["127.0.0.1".parse().unwrap()],
+            listen_port: port,
+            allowed_ip: vec!["127.0.0.1/32".parse().unwrap()],
+            allowed_ip_raw: "127.0.0.1".into(),
+            url: page.clone(),
+        });
+    }
+    Sidecar {
+        guard: start_with(config).await,
+        page,
+        log,
+    }
+}
+
+pub fn redis_url() -> String {
+    if let Ok(url) = std::env::var("ZMG_TEST_REDIS_URL") {
+        return url;
+    }
+    let path = common::state_dir().join("approval.env");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `bash deploy/lab/start-zabbix.sh approval`",
+            path.display()
+        )
+    });
+    text.lines()
+        .find_map(|l| l.strip_prefix("ZMG_TEST_REDIS_URL="))
+        .expect("ZMG_TEST_REDIS_URL")
+        .to_owned()
+}
+
+pub fn ack_args(event: &str, message: &str) -> Value {
+    json!({"eventids": [event], "message": message})
+}
+
+/// The approval id and URL of an `approval_pending` error body.
+pub fn pending(body: &Value) -> (String, String) {
+    assert_eq!(body["code"], "approval_pending", "{body}");
+    let data = &body["data"];
+    let url = data["url"].as_str().expect("url").to_owned();
+    assert!(body["message"].as_str().unwrap().contains(&url), "{body}");
+    (data["approval_id"].as_str().expect("id").to_owned(), url)
+}
+
+/// Lines of the decision log with this decision id.
+pub fn events(log: &Path, decision_id: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["decision_id"] == decision_id)
+        .collect()
+}
+
+pub fn event_names(log: &Path, decision_id: &str) -> Vec<String> {
+    events(log, decision_id)
+        .iter()
+        .filter_map(|e| e["event"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Polls `check` until it returns `Some`, for at most `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The page over plain HTTP, with its cookies.
+
+pub struct PageClient {
+    http: reqwest::Client,
+    base: String,
+    cookies: Mutex<HashMap<String, String>>,
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+    pub location: Option<String>,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl PageClient {
+    pub fn new(base: &str) -> Self {
+        common::init();
+        PageClient {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: base.to_owned(),
+            cookies: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request
+            .header("cookie", self.cookie_header())
+            .send()
+            .await
+            .expect("page answers");
+        for value in response.headers().get_all("set-cookie") {
+            let text = value.to_str().unwrap();
+            let pair = text.split(';').next().unwrap();
+            let (k, v) = pair.split_once('=').unwrap();
+            self.cookies.lock().unwrap().insert(k.into(), v.into());
+        }
+        Answer {
+            status: response.status().as_u16(),
+            location: response
+                .headers()
+                .get("location")
+                .map(|l| l.to_str().unwrap().to_owned()),
+            headers: response.headers().clone(),
+            body: response.text().await.unwrap(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> Answer {
+        let body: String = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body),
+        )
+        .await
+    }
+
+    /// Signs in with a password; returns the answer to the sign-in POST.
+    pub async fn sign_in(&self, username: &str, password: &str) -> Answer {
+        let form = self.get("/approvals/login").await;
+        let csrf = csrf(&form.body);
+        self.post(
+            "/approvals/login",
+            &[
+                ("csrf", &csrf),
+                ("next", "/approvals"),
+                ("username", username),
+                ("password", password),
+            ],
+        )
+        .await
+    }
+
+    /// Opens an approval and presses a button (`approve` / `decline`) with the page's CSRF
+    /// token and the SHA-256 it shows.
+    pub async fn decide(&self, id: &str, decision: &str) -> Answer {
+        let path = format!("/approvals/{id}");
+        let page = self.get(&path).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let csrf = csrf(&page.body);
+        let sha = between(&page.body, "<code id=\"sha256\">", "</code>");
+        self.post(
+            &path,
+            &[("csrf", &csrf), ("sha256", &sha), ("decision", decision)],
+        )
+        .await
+    }
+}
+
+pub fn csrf(html: &str) -> String {
+    between(html, "name=\"csrf\" value=\"", "\"")
+}
+
+pub fn between(text: &str, start: &str, end: &str) -> String {
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {text}"))
+        + start.len();
+    let to = text[from..].find(end).unwrap() + from;
+    text[from..to].to_owned()
+}
+
+// ---------------------------------------------------------------------------------------
+// A headless Chromium behind chromedriver.
+
+pub struct Browser {
+    pub client: fantoccini::Client,
+    driver: Child,
+}
+
+impl Browser {
+    pub async fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian chromium-driver; deploy/lab/start-zabbix.sh approval)");
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({"binary": "/usr/bin/chromium",
+                   "args": ["--headless", "--no-sandbox", "--disable-gpu",
+                            "--disable-background-networking", "--disable-component-update",
+                            "--window-size=1200,1400"]}),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let client = eventually("chromedriver", Duration::from_secs(30), || {
+            let caps = caps.clone();
+            let url = url.clone();
+            async move {
+                fantoccini::ClientBuilder::native()
+                    .capabilities(caps)
+                    .connect(&url)
+                    .await
+                    .ok()
+            }
+        })
+        .await;
+        Browser { client, driver }
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.client.close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
