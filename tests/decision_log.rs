@@ -281,5 +281,8 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
         .filter(|l| l["event"] == "zabbix_result")
         .count();
     assert_eq!(results, CALLS, "every call's outcome");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("decision log flushed"), "{text}");
+    assert!(text.contains("dropped=0"), "{text}");
     let _ = client.cancel().await;
 }

@@ -10,7 +10,6 @@
 //! A reused set writes no line (its one line, with its `decision_id`, was written when it
 //! was decided, and says for how long it is reused); reuses are counted.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -43,8 +42,9 @@ pub struct ListDecision {
     pub decision_id: String,
     /// The policy revision every decision of the set came from.
     pub revision: String,
-    /// Exposed names of the offered tools.
-    offered: HashSet<String>,
+    /// Per tool of the version's `ToolList`, in its order: offered or not. A flag each,
+    /// not names: many sets can be cached in little memory.
+    offered: Box<[bool]>,
 }
 
 /// Everything a `list` input holds except the tool and the clock.
@@ -138,10 +138,11 @@ impl ListDecisions {
     ) -> (Arc<ListDecision>, bool) {
         let mut input: Option<PolicyInput> = None;
         let mut offered = Vec::with_capacity(tools.tools.len());
+        let mut flags = vec![false; tools.tools.len()];
         let mut decisions = Vec::with_capacity(tools.tools.len());
         let mut eval_ns = 0_u64;
         let mut uniform = true;
-        for tool in &tools.tools {
+        for (index, tool) in tools.tools.iter().enumerate() {
             let Some(def) = tools.find(&tool.name) else {
                 continue;
             };
@@ -164,6 +165,7 @@ impl ListDecisions {
             uniform &= decision.revision == revision;
             if decision.allow {
                 offered.push(tool.name.as_ref());
+                flags[index] = true;
             }
             decisions.push((tool.name.as_ref(), decision));
         }
@@ -173,7 +175,7 @@ impl ListDecisions {
         let set = ListDecision {
             decision_id: crate::policy::new_decision_id(),
             revision: revision.to_owned(),
-            offered: offered.iter().map(|name| (*name).to_owned()).collect(),
+            offered: flags.into_boxed_slice(),
         };
         if let Some(input) = &input {
             let hidden = decisions
@@ -209,9 +211,19 @@ impl ListDecisions {
 }
 
 impl ListDecision {
-    /// Whether the tool with this exposed name is offered.
-    pub fn offers(&self, exposed_name: &str) -> bool {
-        self.offered.contains(exposed_name)
+    /// Whether the tool at `index` of the `ToolList` the set was decided on is offered.
+    pub fn offers_at(&self, index: usize) -> bool {
+        self.offered.get(index).copied().unwrap_or(false)
+    }
+
+    /// Whether the tool with this exposed name is offered (`tools`: the list the set was
+    /// decided on, the one for the caller's Zabbix version).
+    pub fn offers(&self, tools: &ToolList, exposed_name: &str) -> bool {
+        tools
+            .tools
+            .iter()
+            .position(|tool| tool.name == exposed_name)
+            .is_some_and(|index| self.offers_at(index))
     }
 }
 

@@ -84,8 +84,9 @@ pub fn offered(app: &App, tools: &ToolList, subject: &Subject) -> Vec<Tool> {
     tools
         .tools
         .iter()
-        .filter(|tool| set.offers(&tool.name))
-        .cloned()
+        .enumerate()
+        .filter(|(index, _)| set.offers_at(*index))
+        .map(|(_, tool)| tool.clone())
         .collect()
 }
 

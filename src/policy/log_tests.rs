@@ -6,7 +6,8 @@ use std::thread;
 use regorus::Value as RegoValue;
 use serde_json::{Value, json};
 
-use super::{DecisionLog, DecisionLogOptions, DecisionLogSink, HiddenTool, ListRecord};
+use super::list::{HiddenTool, ListRecord};
+use super::{DecisionLog, DecisionLogOptions, DecisionLogSink};
 use crate::policy::decision::{Approval, Decision};
 use crate::policy::input::tests::sample_input;
 use crate::policy::source::tests::temp_dir;

@@ -31,7 +31,8 @@ pub use input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, TargetGroup,
     TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
 };
-pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink, HiddenTool, ListRecord};
+pub use log::list::{HiddenTool, ListRecord};
+pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink};
 pub use log_writer::flush_all as flush_decision_logs;
 pub use reload::DEFAULT_POLL_INTERVAL;
 pub use source::{PolicySource, Revision};

@@ -139,6 +139,15 @@ impl Server {
         if !matches!(flushed, Ok(true)) {
             tracing::error!("decision log not flushed at shutdown; lines may be lost");
         }
+        let lists = &self.app.list_decisions;
+        tracing::info!(
+            target: crate::telemetry::LIFECYCLE_TARGET,
+            dropped = self.app.decisions.dropped(),
+            write_errors = self.app.decisions.write_errors(),
+            list_sets_decided = lists.evaluated(),
+            list_sets_reused = lists.reused(),
+            "decision log flushed"
+        );
     }
 
     /// The app this server serves (tests read its counters).
