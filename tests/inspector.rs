@@ -196,15 +196,34 @@ async fn inspector_shows_zabbix_errors_of_reads_and_writes() {
     assert!(body["data"]["message"].is_string(), "{body}");
     assert!(body["decision_id"].is_string(), "{body}");
 
-    // A write (no output schema): deleting a maintenance that does not exist.
-    let printed = call(
+    // A write (no output schema): Zabbix refuses a second maintenance of the same name.
+    let host = seed_id(&lab, "hosts", "mcp-web-01");
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let name = format!("mcp-inspector-dup-{}-{since}", std::process::id());
+    let args = [
+        ("name", name),
+        ("hostids", json!([host]).to_string()),
+        ("active_since", since.to_string()),
+        ("active_till", (since + 3600).to_string()),
+    ];
+    let created = call(&guard, &lab.token, "maintenance_create", &args).await;
+    let id = created.result()["structuredContent"]["maintenanceids"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("created: {}", created.stdout))
+        .to_owned();
+    let printed = call(&guard, &lab.token, "maintenance_create", &args).await;
+    let deleted = call(
         &guard,
         &lab.token,
         "maintenance_delete",
-        &[("maintenanceids", r#"["999999999"]"#.into())],
+        &[("maintenanceids", json!([id]).to_string())],
     )
     .await;
     assert_no_schema_error(&printed);
+    assert_no_schema_error(&deleted);
     let body = printed.error_body();
     assert_eq!(body["code"], "zabbix_error", "{body}");
     assert!(body["data"]["message"].is_string(), "{body}");

@@ -28,8 +28,7 @@ async fn guard_with(lab: &Lab, rego: &str, data: Option<Value>) -> (common::Guar
 }
 
 fn call_decisions(log: &Path, tool: &str) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
+    common::decision_log_text(log)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|l| l["input"]["phase"] == "call" && l["input"]["tool"]["name"] == tool)
@@ -188,7 +187,7 @@ async fn a_resource_read_is_decided_on_the_equivalent_call() {
         let err = tool_error(&admin, "host_get", json!({"hostids": [web2]})).await;
         assert_eq!(err["code"], "denied");
 
-        let text = std::fs::read_to_string(&log).unwrap();
+        let text = common::decision_log_text(&log);
         let resource: Value = text
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())

@@ -157,9 +157,10 @@ async fn zabbix_errors_echoing_agent_text_are_escaped_in_the_log() {
         / 60)
         * 60;
     // Zabbix refuses a second maintenance of the same name, quoting the name. JSON
-    // quoting alone leaves line separators and C1 controls (NEL, CSI) as they are.
+    // quoting alone leaves C1 controls (NEL, CSI) as they are. (Line and paragraph
+    // separators never get this far: text arguments holding them are refused.)
     let name = format!(
-        "MCP h2 log {}\nFORGED\u{2028}FORGED\u{85}FORGED \u{9b}31m \u{1b}[0m",
+        "MCP h2 log {}\nFORGED\u{85}FORGED \u{9b}31m \u{1b}[0m",
         std::process::id()
     );
     let args = json!({"name": name, "hostids": [host], "active_since": since,

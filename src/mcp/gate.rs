@@ -13,6 +13,7 @@ use crate::catalog::{
 use crate::catalog::{ToolDef, ToolKind};
 use crate::config::SessionMode;
 use crate::mcp::tools::Call;
+use crate::mcp::tools::ToolList;
 use crate::policy::{
     CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, Targets,
     ToolInfo, ZabbixInfo,
@@ -169,18 +170,13 @@ pub async fn decide_call(
 }
 
 /// Whether the `list` phase offers this tool to the caller. A tool it hides does not exist
-/// for the caller in any phase: a call by name answers as for an unknown tool.
-pub fn visible(app: &App, subject: &Subject, def: &ToolDef, exposed_name: &str) -> bool {
-    decide(
-        app,
-        subject,
-        Phase::List,
-        def,
-        exposed_name,
-        Map::new(),
-        None,
-    )
-    .allow
+/// for the caller in any phase: a call by name answers as for an unknown tool. The answer
+/// comes from the caller's list decision set (cached, logged once per set), so a call costs
+/// no extra evaluation or log line.
+pub fn visible(app: &App, tools: &ToolList, subject: &Subject, exposed_name: &str) -> bool {
+    app.list_decisions
+        .decide(app, tools, subject)
+        .offers(tools, exposed_name)
 }
 
 fn evaluate(

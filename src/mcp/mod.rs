@@ -110,7 +110,7 @@ impl ServerHandler for GuardHandler {
         );
         let subject = Subject::new(&self.app, &context, &caller, tools.version);
         // Hidden means unknown: the list phase decides before the arguments are looked at.
-        if !gate::visible(&self.app, &subject, def, &request.name) {
+        if !gate::visible(&self.app, &tools, &subject, &request.name) {
             return Err(unknown_tool(&request.name));
         }
         let call = tools::Call {

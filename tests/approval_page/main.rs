@@ -204,7 +204,7 @@ async fn refusals(lab: &common::Lab) {
         csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"),
         "{csp}"
     );
-    let log = std::fs::read_to_string(&car.log).unwrap_or_default();
+    let log = common::decision_log_text(&car.log);
     assert!(!log.contains("not-the-password-4711"));
 
     // Declined: the retry is told so, nothing reaches Zabbix.
@@ -376,7 +376,7 @@ async fn failed_sign_ins_are_rate_limited() {
         .filter(|b| b.contains("user.login") && b.contains(user))
         .count();
     assert_eq!(asked, 5, "after 5 failures Zabbix is not asked any more");
-    let log = std::fs::read_to_string(&car.log).unwrap_or_default();
+    let log = common::decision_log_text(&car.log);
     assert!(!log.contains("wrong-4711"));
     car.guard.stop().await;
 }

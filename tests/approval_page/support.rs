@@ -110,8 +110,7 @@ pub fn pending(body: &Value) -> (String, String) {
 
 /// Lines of the decision log with this decision id.
 pub fn events(log: &Path, decision_id: &str) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
+    common::decision_log_text(log)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["decision_id"] == decision_id)

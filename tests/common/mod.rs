@@ -270,3 +270,10 @@ pub fn seed_id(lab: &Lab, section: &str, key: &str) -> String {
         .unwrap_or_else(|| panic!("seed manifest lacks {section}.{key}"))
         .to_owned()
 }
+
+/// The decision log file's text once every line queued so far is written (the log is
+/// written off the request path).
+pub fn decision_log_text(path: &std::path::Path) -> String {
+    zabbix_mcp_guard::policy::flush_decision_logs();
+    std::fs::read_to_string(path).unwrap_or_default()
+}
