@@ -386,12 +386,15 @@ async fn fail_closed() {
             err.to_string().contains("unknown tool: hostgroup_get"),
             "{case}: {err}"
         );
+        // The list line names each hidden tool with its reasons.
         let lines = log_lines(&log);
-        let denied = lines
+        let hidden = lines
             .iter()
-            .rfind(|l| l["input"]["tool"]["name"] == "hostgroup_get")
+            .filter_map(|l| l["result"]["hidden"].as_array())
+            .flatten()
+            .rfind(|h| h["tool"] == "hostgroup_get")
             .expect("the decision is logged");
-        let message = denied.to_string().to_lowercase();
+        let message = hidden.to_string().to_lowercase();
         assert!(message.contains(reason), "{case}: {message}");
         if rego.is_none() {
             let ready = http

@@ -305,8 +305,13 @@ pub(crate) fn url_elicitation(
     let CallToolResponse::Complete(result) = response else {
         return None;
     };
-    let body = result.structured_content.as_ref()?;
-    if result.is_error != Some(true) || body["code"] != "approval_pending" {
+    if result.is_error != Some(true) {
+        return None;
+    }
+    // A failed call's body is its text block (errors::ToolError::into_result).
+    let text = result.content.first().and_then(|c| c.as_text())?;
+    let body: Value = serde_json::from_str(&text.text).ok()?;
+    if body["code"] != "approval_pending" {
         return None;
     }
     let data = &body["data"];

@@ -393,8 +393,8 @@ async fn expired_approval_is_refused_and_asked_anew() {
     })
     .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
-    // An event id that need not exist: nothing is sent before a yes.
-    let args = ack_args("1", "expires");
+    let event = support::open_event(&lab, &car.guard).await;
+    let args = ack_args(&event, "expires");
     let first = common::tool_error(&agent, TOOL, args.clone()).await;
     let (id, _) = pending(&first);
     let decision_id = first["decision_id"].as_str().unwrap().to_owned();
@@ -430,7 +430,8 @@ async fn page_off_means_unavailable() {
     })
     .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
-    let body = common::tool_error(&agent, TOOL, ack_args("1", "no page")).await;
+    let event = support::open_event(&lab, &car.guard).await;
+    let body = common::tool_error(&agent, TOOL, ack_args(&event, "no page")).await;
     assert_eq!(body["code"], "approval_unavailable", "{body}");
     car.guard.stop().await;
 }

@@ -312,3 +312,22 @@ impl Browser {
         let _ = self.driver.wait();
     }
 }
+
+/// An open problem on `HOST` that mcp-operator can see. Tests that never approve use it:
+/// the call's targets must resolve, and nothing is sent before a yes, so any will do.
+pub async fn open_event(lab: &common::Lab, guard: &Guard) -> String {
+    let reader = common::client(guard, &lab.token_operator).await;
+    let host = common::seed_id(lab, "hosts", HOST);
+    let env = common::read(
+        &reader,
+        "problem_get",
+        json!({"hostids": [host], "limit": 1}),
+    )
+    .await;
+    let id = env["results"][0]["eventid"]
+        .as_str()
+        .expect("an open problem on mcp-web-01 (the lab keeps some)")
+        .to_owned();
+    let _ = reader.cancel().await;
+    id
+}

@@ -43,7 +43,8 @@ async fn stateless_url_elicitation_clients_get_32042() {
         )
         .await
         .expect("client connects (discover)");
-    let params = ack_params("url elicitation");
+    let event = support::open_event(&lab, &car.guard).await;
+    let params = ack_params(&event, "url elicitation");
     let error = match client.call_tool(params.clone()).await {
         Err(ServiceError::McpError(error)) => error,
         other => panic!("expected -32042, got {other:?}"),
@@ -86,9 +87,10 @@ async fn stateful_url_elicitation_then_complete_notification() {
         .serve(transport(&car, &lab.token_operator))
         .await
         .expect("client connects");
-    let params = ack_params("stateful url elicitation");
+    let event = support::open_event(&lab, &car.guard).await;
+    let params = ack_params(&event, "stateful url elicitation");
     let result = client.call_tool(params.clone()).await.expect("tool result");
-    let body = result.structured_content.expect("error body");
+    let body = common::error_body(&result);
     let (id, url) = pending(&body);
     let asked = handler.asked.lock().unwrap().clone();
     match asked.as_slice() {
@@ -120,10 +122,7 @@ async fn stateful_url_elicitation_then_complete_notification() {
     .iter()
     .for_each(|params| assert_eq!(params["elicitationId"], id));
     let answer = client.call_tool(params).await.expect("tool result");
-    assert_eq!(
-        answer.structured_content.expect("body")["code"],
-        "approval_declined"
-    );
+    assert_eq!(common::error_body(&answer)["code"], "approval_declined");
     car.guard.stop().await;
 }
 
@@ -179,9 +178,9 @@ fn transport(
     )
 }
 
-fn ack_params(message: &str) -> CallToolRequestParams {
+fn ack_params(event: &str, message: &str) -> CallToolRequestParams {
     let mut params = CallToolRequestParams::new(TOOL);
-    if let Value::Object(map) = ack_args("1", message) {
+    if let Value::Object(map) = ack_args(event, message) {
         params = params.with_arguments(map);
     }
     params

@@ -7,7 +7,8 @@
 #   `approve` phase below checks the same again, so the rule is also visible to
 #   `policy test` and can be tightened here (e.g. by approver role or by tool).
 # - Without data.four_eyes.approver_usrgrps (no data.json, an empty or malformed list),
-#   every write is denied with a reason: no approver can be named, so none is guessed.
+#   every call is denied with a reason, as in every shipped example: a half-installed
+#   policy fails closed, and no approver is guessed.
 package zabbix.mcp
 
 import rego.v1
@@ -40,8 +41,7 @@ deny contains msg if {
 
 deny contains "policy input has no version" if not input.version
 
-deny contains "four eyes: no approver groups configured (data.four_eyes.approver_usrgrps)" if {
-	is_write
+deny contains "policy data missing: data.four_eyes.approver_usrgrps must be a non-empty list of user group names" if {
 	not configured
 }
 

@@ -74,7 +74,7 @@ test_approve_phase_without_approver_refused if {
 test_without_data_every_write_is_denied if {
 	d := mcp.decision with input as call(problem_ack, operator) with data.four_eyes as {}
 	d.allow == false
-	d.reasons == {"four eyes: no approver groups configured (data.four_eyes.approver_usrgrps)"}
+	d.reasons == {"policy data missing: data.four_eyes.approver_usrgrps must be a non-empty list of user group names"}
 	not d.approval
 }
 
@@ -85,9 +85,9 @@ test_malformed_data_denies_writes if {
 	e.allow == false
 }
 
-test_reads_still_work_without_data if {
+test_without_data_reads_are_denied_too if {
 	d := mcp.decision with input as call(host_get, operator) with data.four_eyes as {}
-	d.allow == true
+	d.allow == false
 }
 
 test_unknown_input_version_denied if {
