@@ -329,11 +329,25 @@ install_inspector() {
   "$INSPECTOR_HOME/node_modules/.bin/mcp-inspector" --cli --help > /dev/null
 }
 
+# ---------------------------------------------------------------- deployment checks (tests/deploy*.rs)
+# systemd-analyze (unit verify; systemd need not be init), ip (network namespaces),
+# python3-yaml (Kubernetes manifest checks).
+install_deploy_tools() {
+  local missing=()
+  command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
+  [ ${#missing[@]} -eq 0 ] && { log "deployment check tools present"; return; }
+  log "installing ${missing[*]}"
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" \
+    > "$ZBX_STATE_DIR/logs/apt-deploy.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-deploy.log"; exit 1; }
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7; install_inspector ;;
+  all) up6; up7; install_inspector; install_deploy_tools ;;
   *) echo "usage: $0 [6|7|all]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - T_START ))s; env files in $ZBX_STATE_DIR"
