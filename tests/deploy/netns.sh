@@ -50,7 +50,7 @@ step "the frontend on the pod's loopback"
 # The only way out of the pod: its 127.0.0.1:5432 to the lab's PostgreSQL.
 setsid python3 tests/deploy/bridge.py "$POD" 127.0.0.1 5432 127.0.0.1 5432 > "$WORK/bridge.log" 2>&1 &
 PIDS+=($!)
-in_pod setsid env PHP_CLI_SERVER_WORKERS=2 php -d memory_limit=512M -d date.timezone=UTC \
+ip netns exec "$POD" setsid env PHP_CLI_SERVER_WORKERS=2 php -d memory_limit=512M -d date.timezone=UTC \
   -S 127.0.0.1:8080 -t "$DOCROOT" > "$WORK/php.log" 2>&1 &
 PIDS+=($!)
 api_version() {
@@ -62,7 +62,7 @@ wait_for 30 "the frontend in the pod" api_version http://127.0.0.1:8080/api_json
 
 step "the sidecar in the pod"
 PORT=8443
-in_pod setsid "$BIN" --frontend-url http://127.0.0.1:8080/api_jsonrpc.php \
+ip netns exec "$POD" setsid "$BIN" --frontend-url http://127.0.0.1:8080/api_jsonrpc.php \
   --allowed-ip "$AGENT_IP" --listen-ip "$POD_IP" --listen-port "$PORT" \
   --decision-log "$WORK/decisions.log" serve > "$WORK/guard.log" 2>&1 &
 PIDS+=($!)
