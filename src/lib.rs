@@ -18,5 +18,6 @@ pub mod pidfile;
 pub mod policy;
 pub mod response;
 pub mod server;
+pub mod stdio;
 pub mod telemetry;
 pub mod zabbix;

@@ -177,6 +177,20 @@ pub fn refusal(error: &GuardError) -> Refusal {
     }
 }
 
+/// The caller of a stdio session could not be resolved (there is no HTTP answer to give):
+/// a token Zabbix no longer accepts, or Zabbix out of reach, as a JSON-RPC error with the
+/// code the HTTP refusal would carry.
+pub fn caller_rpc(error: &CallerError) -> McpError {
+    match error {
+        CallerError::InvalidToken(_) => {
+            McpError::invalid_request(error.to_string(), Some(json!({ "code": "unauthorized" })))
+        }
+        CallerError::Upstream(z) => {
+            McpError::internal_error(error.to_string(), Some(json!({ "code": zabbix_code(z) })))
+        }
+    }
+}
+
 /// A tool name that is not offered to this caller: the same answer as a tool that does
 /// not exist, so denied tools cannot be discovered by probing.
 pub fn unknown_tool(name: &str) -> McpError {
