@@ -343,11 +343,26 @@ install_deploy_tools() {
     > "$ZBX_STATE_DIR/logs/apt-deploy.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-deploy.log"; exit 1; }
 }
 
+# ---------------------------------------------------------------- MCP Python SDK (tests/stdio.rs)
+MCP_PYTHON_VERSION="${MCP_PYTHON_VERSION:-1.30.0}"
+MCP_PYTHON_HOME="${MCP_PYTHON_HOME:-/opt/mcp-python}"
+install_mcp_python() {
+  if "$MCP_PYTHON_HOME/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PYTHON_VERSION')" 2>/dev/null; then
+    log "MCP Python SDK $MCP_PYTHON_VERSION already installed in $MCP_PYTHON_HOME"; return
+  fi
+  python3 -m venv --help >/dev/null 2>&1 || apt-get -o DPkg::Lock::Timeout=600 install -y -q python3-venv \
+    > "$ZBX_STATE_DIR/logs/apt-venv.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-venv.log"; exit 1; }
+  log "installing the MCP Python SDK $MCP_PYTHON_VERSION in $MCP_PYTHON_HOME"
+  python3 -m venv "$MCP_PYTHON_HOME"
+  "$MCP_PYTHON_HOME/bin/pip" install -q "mcp==$MCP_PYTHON_VERSION" > "$ZBX_STATE_DIR/logs/pip-mcp.log" 2>&1 \
+    || { tail -30 "$ZBX_STATE_DIR/logs/pip-mcp.log"; exit 1; }
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7; install_inspector; install_deploy_tools ;;
+  all) up6; up7; install_inspector; install_deploy_tools; install_mcp_python ;;
   *) echo "usage: $0 [6|7|all]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - T_START ))s; env files in $ZBX_STATE_DIR"
