@@ -24,7 +24,7 @@ trap cleanup EXIT
 if [ -z "${DEB:-}" ]; then
   step "cargo deb (release build)"
   command -v cargo-deb >/dev/null || fail "cargo-deb is missing: cargo install cargo-deb"
-  DEB=$(cargo deb 2>"$WORK/cargo-deb.log" | tail -1) || { cat "$WORK/cargo-deb.log"; fail "cargo deb"; }
+  DEB=$(cargo deb --strip 2>"$WORK/cargo-deb.log" | tail -1) || { cat "$WORK/cargo-deb.log"; fail "cargo deb"; }
 fi
 [ -f "$DEB" ] || fail "no package at $DEB"
 
@@ -33,7 +33,7 @@ dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's#^\./#/#' > "$WORK/files"
 for f in /usr/bin/zabbix-mcp-guard /etc/zabbix/zabbix_mcp_guard.conf \
          /etc/zabbix/mcp-guard/policies/default.rego \
          /etc/zabbix/mcp-guard/zabbix_mcp_guard.d/README \
-         /lib/systemd/system/zabbix-mcp-guard.service \
+         /usr/lib/systemd/system/zabbix-mcp-guard.service \
          /usr/share/doc/zabbix-mcp-guard/copyright \
          /usr/share/doc/zabbix-mcp-guard/examples/zabbix_mcp_guard.conf \
          /usr/share/doc/zabbix-mcp-guard/examples/policies/read_only/policy.rego; do
@@ -50,7 +50,7 @@ key=/etc/zabbix/mcp-guard/seal-key
 [ "$(stat -c '%a %U' "$key")" = "600 root" ] || fail "the seal key is not root-only: $(stat -c '%a %U' "$key")"
 grep -Eqx '[0-9a-f]{64}' "$key" || fail "the seal key is not 32 bytes of hex"
 /usr/bin/zabbix-mcp-guard --version
-systemd-analyze verify /lib/systemd/system/zabbix-mcp-guard.service 2>"$WORK/verify.log" \
+systemd-analyze verify /usr/lib/systemd/system/zabbix-mcp-guard.service 2>"$WORK/verify.log" \
   && [ ! -s "$WORK/verify.log" ] || { cat "$WORK/verify.log"; fail "systemd-analyze verify on the installed unit"; }
 
 step "start the packaged binary as the unit does"
