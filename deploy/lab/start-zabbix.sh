@@ -358,11 +358,23 @@ install_mcp_python() {
     || { tail -30 "$ZBX_STATE_DIR/logs/pip-mcp.log"; exit 1; }
 }
 
+# ---------------------------------------------------------------- cargo-deb (tests/deploy/deb.sh)
+CARGO_DEB_VERSION="${CARGO_DEB_VERSION:-3.8.0}"
+install_cargo_deb() {
+  if command -v cargo-deb >/dev/null 2>&1 && cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+    log "cargo-deb $CARGO_DEB_VERSION already installed"; return
+  fi
+  command -v cargo >/dev/null 2>&1 || { echo "cargo is needed for cargo-deb" >&2; exit 1; }
+  log "installing cargo-deb $CARGO_DEB_VERSION (cargo install)"
+  cargo install --locked --version "$CARGO_DEB_VERSION" cargo-deb > "$ZBX_STATE_DIR/logs/cargo-deb.log" 2>&1 \
+    || { tail -30 "$ZBX_STATE_DIR/logs/cargo-deb.log"; exit 1; }
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7; install_inspector; install_deploy_tools; install_mcp_python ;;
+  all) up6; up7; install_inspector; install_deploy_tools; install_mcp_python; install_cargo_deb ;;
   *) echo "usage: $0 [6|7|all]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - T_START ))s; env files in $ZBX_STATE_DIR"
