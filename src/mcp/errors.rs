@@ -303,4 +303,16 @@ mod tests {
             (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
         );
     }
+
+    #[test]
+    fn stdio_caller_failures_carry_the_refusal_codes() {
+        let rejected = super::caller_rpc(&CallerError::InvalidToken("Not authorized.".into()));
+        assert_eq!(rejected.code, rmcp::model::ErrorCode::INVALID_REQUEST);
+        assert_eq!(rejected.data, Some(json!({"code": "unauthorized"})));
+        let down = super::caller_rpc(&CallerError::Upstream(ZabbixError::Unavailable(
+            "connection refused".into(),
+        )));
+        assert_eq!(down.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert_eq!(down.data, Some(json!({"code": "upstream_unavailable"})));
+    }
 }
