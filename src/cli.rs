@@ -1,5 +1,5 @@
 //! The command line: global options, one flag per configuration parameter and the
-//! `serve` / `policy test` / `policy eval` subcommands. Parameter flags are taken as
+//! `serve` / `stdio` / `policy test` / `policy eval` subcommands. Parameter flags are taken as
 //! raw text and validated by `config`, so a bad flag value is reported like a bad
 //! file value and the merge order (file < environment < flags) lives in one place.
 
@@ -62,6 +62,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the sidecar (the default)
     Serve,
+    /// Serve one local agent over stdin/stdout with the token in ZABBIX_API_TOKEN
+    Stdio,
     /// Work with Rego policies
     Policy {
         #[command(subcommand)]

@@ -20,6 +20,7 @@ pub mod policy;
 pub mod response;
 pub mod server;
 pub mod startup;
+pub mod stdio;
 pub mod store;
 pub mod targets;
 pub mod telemetry;

@@ -6,17 +6,19 @@ use std::process::ExitCode;
 use anyhow::Context;
 use zabbix_mcp_guard::app::App;
 use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
-use zabbix_mcp_guard::config::Config;
+use zabbix_mcp_guard::config::{Config, DecisionLogSink, SessionMode};
 use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::server::Server;
 use zabbix_mcp_guard::startup::StartupWarning;
+use zabbix_mcp_guard::stdio;
 use zabbix_mcp_guard::telemetry;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
     match cli.action() {
         Command::Policy { command } => policy(command, cli.params.policy_dir.as_deref()),
+        Command::Stdio => stdio(&cli),
         Command::Serve => {
             let config = match Config::load(&cli.sources()) {
                 Ok(config) => config,
@@ -118,6 +120,58 @@ async fn shutdown_signal() {
     {
         let _ = ctrl_c.await;
     }
+}
+
+/// `stdio`: the configuration as for `serve` (AllowedIP, unused here, defaults to
+/// loopback); stdout carries MCP only, so `DecisionLog=stdout` becomes stderr.
+fn stdio(cli: &cli::Cli) -> ExitCode {
+    let mut sources = cli.sources();
+    sources
+        .env
+        .entry("ZABBIX_MCP_GUARD_ALLOWED_IP".to_owned())
+        .or_insert_with(|| "127.0.0.1".to_owned());
+    let mut config = match Config::load(&sources) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("zabbix-mcp-guard: configuration error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if config.decision_log == DecisionLogSink::Stdout {
+        config.decision_log = DecisionLogSink::File(PathBuf::from("/dev/stderr"));
+        // Never rotate: that would rename /dev/stderr.
+        config.decision_log_file_size_mb = 0;
+    }
+    // One client for the life of the process: its initialize describes it.
+    config.session_mode = SessionMode::Stateful;
+    if cli.test_config {
+        print!("{}", config.render_effective());
+        println!("configuration OK");
+        return ExitCode::SUCCESS;
+    }
+    match run_stdio(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("zabbix-mcp-guard: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_stdio(config: Config) -> anyhow::Result<()> {
+    let token = stdio::token_from_env()?;
+    let logging = telemetry::init(&config).context("cannot set up logging")?;
+    tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let app = App::new(config).context("cannot set up the sidecar")?;
+        reload_on_sighup(&app);
+        stdio::run(app, token).await?;
+        Ok(())
+    })
 }
 
 /// SIGHUP reloads the policy set now (the file watcher also picks changes up).

@@ -358,11 +358,52 @@ up_approval_parts() {
   echo "ZMG_TEST_REDIS_URL=redis://127.0.0.1:$ZBX_REDIS_PORT/" > "$ZBX_STATE_DIR/approval.env"
 }
 
+# ---------------------------------------------------------------- deployment checks (tests/deploy*.rs)
+# systemd-analyze (unit verify; systemd need not be init), ip (network namespaces),
+# python3-yaml (Kubernetes manifest checks).
+install_deploy_tools() {
+  local missing=()
+  command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
+  [ ${#missing[@]} -eq 0 ] && { log "deployment check tools present"; return; }
+  log "installing ${missing[*]}"
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" \
+    > "$ZBX_STATE_DIR/logs/apt-deploy.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-deploy.log"; exit 1; }
+}
+
+# ---------------------------------------------------------------- MCP Python SDK (tests/stdio.rs)
+MCP_PYTHON_VERSION="${MCP_PYTHON_VERSION:-1.30.0}"
+MCP_PYTHON_HOME="${MCP_PYTHON_HOME:-/opt/mcp-python}"
+install_mcp_python() {
+  if "$MCP_PYTHON_HOME/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PYTHON_VERSION')" 2>/dev/null; then
+    log "MCP Python SDK $MCP_PYTHON_VERSION already installed in $MCP_PYTHON_HOME"; return
+  fi
+  python3 -m venv --help >/dev/null 2>&1 || apt-get -o DPkg::Lock::Timeout=600 install -y -q python3-venv \
+    > "$ZBX_STATE_DIR/logs/apt-venv.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-venv.log"; exit 1; }
+  log "installing the MCP Python SDK $MCP_PYTHON_VERSION in $MCP_PYTHON_HOME"
+  python3 -m venv "$MCP_PYTHON_HOME"
+  "$MCP_PYTHON_HOME/bin/pip" install -q "mcp==$MCP_PYTHON_VERSION" > "$ZBX_STATE_DIR/logs/pip-mcp.log" 2>&1 \
+    || { tail -30 "$ZBX_STATE_DIR/logs/pip-mcp.log"; exit 1; }
+}
+
+# ---------------------------------------------------------------- cargo-deb (tests/deploy/deb.sh)
+CARGO_DEB_VERSION="${CARGO_DEB_VERSION:-3.8.0}"
+install_cargo_deb() {
+  if command -v cargo-deb >/dev/null 2>&1 && cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+    log "cargo-deb $CARGO_DEB_VERSION already installed"; return
+  fi
+  command -v cargo >/dev/null 2>&1 || { echo "cargo is needed for cargo-deb" >&2; exit 1; }
+  log "installing cargo-deb $CARGO_DEB_VERSION (cargo install)"
+  cargo install --locked --version "$CARGO_DEB_VERSION" cargo-deb > "$ZBX_STATE_DIR/logs/cargo-deb.log" 2>&1 \
+    || { tail -30 "$ZBX_STATE_DIR/logs/cargo-deb.log"; exit 1; }
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7; install_inspector; up_approval_parts ;;
+  all) up6; up7; install_inspector; up_approval_parts; install_deploy_tools; install_mcp_python; install_cargo_deb ;;
   approval) up_approval_parts ;;
   *) echo "usage: $0 [6|7|all|approval]" >&2; exit 2 ;;
 esac

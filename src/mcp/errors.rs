@@ -218,6 +218,26 @@ pub fn refusal(error: &GuardError) -> Refusal {
     }
 }
 
+/// The caller of a stdio session could not be resolved (there is no HTTP answer to give):
+/// a token Zabbix no longer accepts, or Zabbix out of reach, as a JSON-RPC error with the
+/// code the HTTP refusal would carry.
+pub fn caller_rpc(error: &CallerError) -> McpError {
+    match error {
+        CallerError::InvalidToken(_) => {
+            McpError::invalid_request(error.to_string(), Some(json!({ "code": "unauthorized" })))
+        }
+        CallerError::Upstream(z) => {
+            McpError::internal_error(error.to_string(), Some(json!({ "code": zabbix_code(z) })))
+        }
+        CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. } => {
+            McpError::internal_error(
+                error.to_string(),
+                Some(json!({ "code": "identity_incomplete" })),
+            )
+        }
+    }
+}
+
 /// A tool name that is not offered to this caller: the same answer as a tool that does
 /// not exist, so denied tools cannot be discovered by probing.
 pub fn unknown_tool(name: &str) -> McpError {
@@ -329,5 +349,17 @@ mod tests {
             (ours.status, ours.code),
             (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
         );
+    }
+
+    #[test]
+    fn stdio_caller_failures_carry_the_refusal_codes() {
+        let rejected = super::caller_rpc(&CallerError::InvalidToken("Not authorized.".into()));
+        assert_eq!(rejected.code, rmcp::model::ErrorCode::INVALID_REQUEST);
+        assert_eq!(rejected.data, Some(json!({"code": "unauthorized"})));
+        let down = super::caller_rpc(&CallerError::Upstream(ZabbixError::Unavailable(
+            "connection refused".into(),
+        )));
+        assert_eq!(down.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert_eq!(down.data, Some(json!({"code": "upstream_unavailable"})));
     }
 }

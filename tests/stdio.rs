@@ -1,0 +1,222 @@
+//! `zabbix-mcp-guard stdio`: the real binary spawned by a real rmcp client over its
+//! stdin/stdout, the caller's token from ZABBIX_API_TOKEN (the environment holds nothing
+//! else but PATH), policies deciding, decisions on stderr and never on stdout.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use rmcp::ServiceExt;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const DENY_HOSTGROUP_GET: &str = r#"package zabbix.mcp
+import rego.v1
+decision := {"allow": false, "reasons": ["hostgroup_get is off for stdio tests"]} if {
+    input.phase == "call"
+    input.tool.name == "hostgroup_get"
+} else := {"allow": true, "reasons": [], "approval": "none"}
+"#;
+
+fn policy_dir() -> PathBuf {
+    let dir = common::temp_path("stdio-policy");
+    std::fs::create_dir_all(&dir).expect("policy dir");
+    std::fs::write(dir.join("policy.rego"), DENY_HOSTGROUP_GET).expect("policy");
+    dir
+}
+
+/// The binary with an empty environment but PATH and, when given, the token.
+fn binary(lab: &common::Lab, token: Option<&str>, policies: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"));
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    if let Some(token) = token {
+        command.env("ZABBIX_API_TOKEN", token);
+    }
+    command
+        .args(["--frontend-url", &lab.url])
+        .arg("--policy-dir")
+        .arg(policies)
+        .arg("stdio");
+    command
+}
+
+/// Ends the child on every exit path of the test.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_spawned_rmcp_client_calls_tools_over_stdio() {
+    common::init();
+    let lab = common::lab(7);
+    let stderr_path = common::temp_path("stdio.stderr");
+    let mut child = Running(
+        binary(&lab, Some(&lab.token_viewer), &policy_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
+            .spawn()
+            .expect("spawn the sidecar"),
+    );
+    let to_child = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(
+        child.0.stdin.take().expect("stdin"),
+    )));
+    let mut from_child = tokio::fs::File::from_std(std::fs::File::from(
+        std::os::fd::OwnedFd::from(child.0.stdout.take().expect("stdout")),
+    ));
+    // Everything the child writes to stdout is kept, then passed on to the client.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (client_side, mut relay) = tokio::io::duplex(1 << 20);
+    let kept = seen.clone();
+    let relay_task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = from_child.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            kept.lock().unwrap().extend_from_slice(&buf[..n]);
+            if relay.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    });
+    let (client_read, _unused_write) = tokio::io::split(client_side);
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("stdio-test-agent", "1.0"),
+    );
+    let client = info
+        .serve((client_read, to_child))
+        .await
+        .expect("the MCP client initializes over stdio");
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"host_get"), "{names:?}");
+
+    let hosts = common::read(&client, "host_get", json!({"limit": 50})).await;
+    assert!(
+        common::names(&hosts, "host").contains(&"mcp-web-01".to_owned()),
+        "{hosts}"
+    );
+    let denied = common::tool_error(&client, "hostgroup_get", json!({})).await;
+    assert!(
+        denied["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hostgroup_get is off for stdio tests"),
+        "{denied}"
+    );
+    let decision_id = denied["decision_id"]
+        .as_str()
+        .expect("decision_id")
+        .to_owned();
+
+    // Closing stdin ends the session; the process exits cleanly after flushing decisions.
+    client.cancel().await.expect("client closes");
+    let status = tokio::task::spawn_blocking(move || child.0.wait())
+        .await
+        .expect("wait thread")
+        .expect("child exits");
+    assert!(status.success(), "{status}");
+    relay_task.await.expect("relay");
+
+    // stdout held JSON-RPC messages only.
+    let stdout = String::from_utf8(seen.lock().unwrap().clone()).expect("UTF-8 stdout");
+    assert!(!stdout.is_empty());
+    for line in stdout.lines() {
+        let message: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("a non-JSON line on stdout ({e}): {line}"));
+        assert_eq!(
+            message["jsonrpc"], "2.0",
+            "not an MCP message on stdout: {line}"
+        );
+        assert!(
+            message.get("decision_id").is_none(),
+            "a decision line on stdout: {line}"
+        );
+    }
+
+    // The decisions went to stderr with the logs; the token appears nowhere.
+    let stderr = std::fs::read_to_string(&stderr_path).expect("stderr");
+    let decisions: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("decision_id").is_some())
+        .collect();
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d["decision_id"] == decision_id.as_str()),
+        "the denial is not in the decision log on stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains(&lab.token_viewer) && !stdout.contains(&lab.token_viewer));
+}
+
+#[test]
+fn without_a_usable_token_stdio_does_not_start() {
+    let lab = common::lab(7);
+    let policies = policy_dir();
+    let out = binary(&lab, None, &policies)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ZABBIX_API_TOKEN is not set"), "{stderr}");
+
+    let out = binary(&lab, Some(&"0".repeat(64)), &policies)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not accepted by Zabbix"), "{stderr}");
+}
+
+/// The official MCP Python SDK (PyPI `mcp`, installed under /opt/mcp-python by
+/// `start-zabbix.sh all`; `MCP_PYTHON` names another interpreter) spawns the binary.
+#[test]
+fn the_python_sdk_spawns_stdio_and_calls_a_tool() {
+    let lab = common::lab(7);
+    let python =
+        std::env::var("MCP_PYTHON").unwrap_or_else(|_| "/opt/mcp-python/bin/python".into());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/deploy/stdio_python.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .args([
+            env!("CARGO_BIN_EXE_zabbix-mcp-guard"),
+            &lab.url,
+            &lab.token_viewer,
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{python} runs ({e}); run deploy/lab/start-zabbix.sh all"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_str(stdout.trim()).expect("the summary line");
+    assert_eq!(summary["server"], "zabbix-mcp-guard");
+    assert!(
+        summary["hosts"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h == "mcp-web-01")),
+        "{summary}"
+    );
+}
