@@ -277,3 +277,94 @@ async fn inspector_shows_write_results() {
     );
     guard.stop().await;
 }
+
+/// A policy directory whose writes need `approval` ("required" or "page").
+fn write_approval_policy(approval: &str) -> PathBuf {
+    let dir = temp_path("policy");
+    std::fs::create_dir_all(&dir).expect("policy dir");
+    let page = if approval == "page" {
+        r#", "approvers": {"usrgrps": ["Zabbix administrators"], "distinct_from_caller": false}"#
+    } else {
+        ""
+    };
+    let rego = format!(
+        "package zabbix.mcp\nimport rego.v1\n\
+         decision := {{\"allow\": true, \"reasons\": [], \"approval\": \"{approval}\"{page}}} \
+         if input.tool.kind == \"write\"\n\
+         else := {{\"allow\": true, \"reasons\": [], \"approval\": \"none\"}}\n"
+    );
+    std::fs::write(dir.join("policy.rego"), rego).expect("policy file");
+    dir
+}
+
+/// An open problem the lab's Admin can see (nothing is sent in these tests before a yes).
+async fn open_event(guard: &Guard, lab: &Lab) -> String {
+    let reader = common::client(guard, &lab.token).await;
+    let env = common::read(&reader, "problem_get", json!({"limit": 1})).await;
+    let _ = reader.cancel().await;
+    env["results"][0]["eventid"]
+        .as_str()
+        .expect("an open problem in the lab")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn inspector_shows_approval_codes() {
+    let lab = common::lab(7);
+    // `required` and a client that cannot be asked (the CLI declares no elicitation).
+    let guard = start(&lab, Some(write_approval_policy("required"))).await;
+    let event = open_event(&guard, &lab).await;
+    let ack = [("eventids", json!([event]).to_string())];
+    let printed = call(&guard, &lab.token, "problem_acknowledge", &ack).await;
+    assert_no_schema_error(&printed);
+    let body = printed.error_body();
+    assert_eq!(body["code"], "approval_unavailable", "{body}");
+    guard.stop().await;
+
+    // `page`: the person sees the approval link in the transcript.
+    let mut config = config_for(&lab.url);
+    config.policy_dir = Some(write_approval_policy("page"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let page = format!("http://127.0.0.1:{port}");
+    config.approval_page = Some(zabbix_mcp_guard::config::ApprovalPageConfig {
+        listen_ip: vec!["127.0.0.1".parse().expect("ip")],
+        listen_port: port,
+        allowed_ip: vec!["127.0.0.1/32".parse().expect("net")],
+        allowed_ip_raw: "127.0.0.1".into(),
+        url: page.clone(),
+    });
+    let guard = start_with(config).await;
+    let printed = call(&guard, &lab.token, "problem_acknowledge", &ack).await;
+    assert_no_schema_error(&printed);
+    let body = printed.error_body();
+    assert_eq!(body["code"], "approval_pending", "{body}");
+    let url = body["data"]["url"].as_str().unwrap_or_default();
+    assert!(url.starts_with(&format!("{page}/approvals/")), "{body}");
+    assert!(printed.stdout.contains(url), "the link is shown: {}", printed.stdout);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn inspector_shows_upstream_and_internal_codes() {
+    // Faults a real Zabbix cannot produce on demand: a stub slower than Timeout, and one
+    // whose read result is not a list of records.
+    let (slow_url, _slow) = common::stub::start(std::time::Duration::from_secs(5)).await;
+    let mut config = config_for(&slow_url);
+    config.timeout = std::time::Duration::from_secs(1);
+    let guard = start_with(config).await;
+    let printed = call(&guard, "stub-token", "host_get", &[]).await;
+    assert_no_schema_error(&printed);
+    assert_eq!(printed.error_body()["code"], "upstream_timeout");
+    guard.stop().await;
+
+    let (odd_url, _odd) =
+        common::stub::start_answering(std::time::Duration::ZERO, json!({"not": "a list"})).await;
+    let guard = start_with(config_for(&odd_url)).await;
+    let printed = call(&guard, "stub-token", "host_get", &[]).await;
+    assert_no_schema_error(&printed);
+    assert_eq!(printed.error_body()["code"], "internal_error");
+    guard.stop().await;
+}
