@@ -114,6 +114,7 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
         session_mode: keyword(r, Param::SessionMode, &SESSION_MODE)?
             .unwrap_or(SessionMode::Stateless),
         approval_seal_key: seal_key(r)?,
+        limits: super::limits::build(r)?,
     };
     check_cross_rules(r, &config)?;
     Ok(config)

@@ -6,6 +6,7 @@ mod build;
 mod error;
 mod file;
 mod image;
+mod limits;
 mod merge;
 mod params;
 mod render;
@@ -29,6 +30,7 @@ use crate::exposure::ToolRule;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
 pub use image::EnvContract;
+pub use limits::Limits;
 pub use params::{ENV_PREFIX, Param};
 
 /// The effective configuration.
@@ -67,6 +69,8 @@ pub struct Config {
     pub decision_log_file_size_mb: u32,
     pub session_mode: SessionMode,
     pub approval_seal_key: Option<Secret>,
+    /// The resource limits of issue 12 (timeouts per stage, caps).
+    pub limits: Limits,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

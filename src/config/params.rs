@@ -32,6 +32,17 @@ pub enum Param {
     DecisionLogFileSize,
     SessionMode,
     ApprovalSealKey,
+    TlsHandshakeTimeout,
+    HeaderTimeout,
+    BodyTimeout,
+    IdleTimeout,
+    Http2KeepAlive,
+    MaxConnections,
+    MaxZabbixResponseSize,
+    MaxZabbixConcurrency,
+    MaxSessions,
+    SessionIdleTimeout,
+    ElicitationTimeout,
     Include,
 }
 
@@ -53,7 +64,7 @@ pub const ENV_PREFIX: &str = "ZABBIX_MCP_GUARD_";
 
 /// (parameter, name in the file, kebab-case flag without `--`, arity), in the order
 /// `-T` prints them.
-const TABLE: [(Param, &str, &str, Arity); 29] = [
+const TABLE: [(Param, &str, &str, Arity); 40] = [
     (
         Param::FrontendUrl,
         "FrontendURL",
@@ -165,6 +176,72 @@ const TABLE: [(Param, &str, &str, Arity); 29] = [
         Param::ApprovalSealKey,
         "ApprovalSealKey",
         "approval-seal-key",
+        Arity::Single,
+    ),
+    (
+        Param::TlsHandshakeTimeout,
+        "TLSHandshakeTimeout",
+        "tls-handshake-timeout",
+        Arity::Single,
+    ),
+    (
+        Param::HeaderTimeout,
+        "HeaderTimeout",
+        "header-timeout",
+        Arity::Single,
+    ),
+    (
+        Param::BodyTimeout,
+        "BodyTimeout",
+        "body-timeout",
+        Arity::Single,
+    ),
+    (
+        Param::IdleTimeout,
+        "IdleTimeout",
+        "idle-timeout",
+        Arity::Single,
+    ),
+    (
+        Param::Http2KeepAlive,
+        "HTTP2KeepAlive",
+        "http2-keep-alive",
+        Arity::Single,
+    ),
+    (
+        Param::MaxConnections,
+        "MaxConnections",
+        "max-connections",
+        Arity::Single,
+    ),
+    (
+        Param::MaxZabbixResponseSize,
+        "MaxZabbixResponseSize",
+        "max-zabbix-response-size",
+        Arity::Single,
+    ),
+    (
+        Param::MaxZabbixConcurrency,
+        "MaxZabbixConcurrency",
+        "max-zabbix-concurrency",
+        Arity::Single,
+    ),
+    (
+        Param::MaxSessions,
+        "MaxSessions",
+        "max-sessions",
+        Arity::Single,
+    ),
+    (
+        Param::SessionIdleTimeout,
+        "SessionIdleTimeout",
+        "session-idle-timeout",
+        Arity::Single,
+    ),
+    (
+        Param::ElicitationTimeout,
+        "ElicitationTimeout",
+        "elicitation-timeout",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),

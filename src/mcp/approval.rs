@@ -211,12 +211,14 @@ pub async fn elicit(
     context: &RequestContext<RoleServer>,
     tool: &str,
     payload: &Payload,
+    timeout: std::time::Duration,
 ) -> Result<Answer, ApprovalError> {
     let body = String::from_utf8_lossy(&payload.body);
     let params = question(tool, payload.method, &body, &sha256_hex(&payload.body))?;
+    // `ElicitationTimeout`: a question nobody answers must not hold the call forever.
     let result = context
         .peer
-        .create_elicitation(params)
+        .create_elicitation_with_timeout(params, Some(timeout))
         .await
         .map_err(|e| ApprovalError::Elicitation(e.to_string()))?;
     Ok(answer_of(&result))
