@@ -4,6 +4,7 @@
 
 mod conn;
 pub mod guard;
+pub mod hangup;
 mod ready;
 pub mod routes;
 mod sessions;

@@ -21,6 +21,7 @@ use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors;
 use crate::server::guard::{self, AllowedHosts, GuardError};
+use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::ready::Readiness;
 use crate::server::sessions::{Admission, SessionOwners};
 
@@ -77,22 +78,26 @@ pub async fn handle(
                 Ok(caller) => {
                     let token_id = caller.token_id.clone();
                     request.extensions_mut().insert(caller);
+                    let watch = CallWatch::default();
+                    request.extensions_mut().insert(watch.clone());
+                    let hangup = HangupGuard::new(watch);
                     let request = match read_body(request, app.config.limits.body).await {
                         Ok(request) => request,
                         Err(response) => return response,
                     };
-                    let Some(owners) = &mcp.sessions else {
-                        return mcp.call(request).await;
+                    let response = match &mcp.sessions {
+                        None => mcp.call(request).await,
+                        Some(owners) => match owners.admit(request.headers(), &token_id).await {
+                            Ok(Admission::Existing) => mcp.call(request).await,
+                            Ok(Admission::New(_creating)) => {
+                                let response = mcp.call(request).await;
+                                owners.record(response.headers(), &token_id).await;
+                                response
+                            }
+                            Err(response) => return response,
+                        },
                     };
-                    match owners.admit(request.headers(), &token_id).await {
-                        Ok(Admission::Existing) => mcp.call(request).await,
-                        Ok(Admission::New(_creating)) => {
-                            let response = mcp.call(request).await;
-                            owners.record(response.headers(), &token_id).await;
-                            response
-                        }
-                        Err(response) => response,
-                    }
+                    response.map(|body| hangup.into_body(body).boxed())
                 }
                 Err(error) => refused(&error),
             }

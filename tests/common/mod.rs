@@ -2,6 +2,7 @@
 //! loopback port, and a real rmcp client over streamable HTTP.
 #![allow(dead_code)]
 
+pub mod fault;
 pub mod hangup;
 pub mod recorder;
 pub mod stub;
