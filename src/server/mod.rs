@@ -153,6 +153,42 @@ impl Server {
     }
 }
 
+/// The HTTP router without a socket: one request in, one response out (fuzzing, tests).
+/// Readiness is refreshed in the background as in a server.
+pub struct Router {
+    app: Arc<App>,
+    endpoint: McpEndpoint,
+    readiness_task: tokio::task::JoinHandle<()>,
+}
+
+impl Router {
+    /// Must be called inside a Tokio runtime.
+    pub fn new(app: Arc<App>) -> Router {
+        let cancel = CancellationToken::new();
+        let (readiness, readiness_task) = Readiness::spawn(app.clone(), cancel.clone());
+        let endpoint = mcp_endpoint(&app, cancel, readiness);
+        Router {
+            app,
+            endpoint,
+            readiness_task,
+        }
+    }
+
+    pub async fn handle(
+        &self,
+        request: http::Request<http_body_util::Full<bytes::Bytes>>,
+        peer: std::net::IpAddr,
+    ) -> http::Response<routes::Body> {
+        routes::handle(self.app.clone(), self.endpoint.clone(), request, peer).await
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        self.readiness_task.abort();
+    }
+}
+
 fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness) -> McpEndpoint {
     let hosts = AllowedHosts::new(&app.config.listen_ip, &app.config.allowed_hosts);
     let base = StreamableHttpServerConfig::default()

@@ -10,7 +10,7 @@ use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use hyper::body::Incoming;
+use hyper::body::Body as HttpBody;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -60,12 +60,18 @@ impl McpEndpoint {
     }
 }
 
-pub async fn handle(
+/// Answers one request. Generic over the body so the router can be driven without a
+/// socket (fuzzing); hyper hands it `Incoming`.
+pub async fn handle<B>(
     app: Arc<App>,
     mcp: McpEndpoint,
-    mut request: Request<Incoming>,
+    mut request: Request<B>,
     peer: IpAddr,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
         (&Method::GET, "/readyz") => readiness(&app, &mcp.readiness).await,
@@ -108,10 +114,14 @@ pub async fn handle(
 
 /// Reads the whole request body within `BodyTimeout` and `MAX_REQUEST_BODY_BYTES`, so a
 /// client that trickles its body costs a socket for seconds, not forever.
-async fn read_body(
-    request: Request<Incoming>,
+async fn read_body<B>(
+    request: Request<B>,
     timeout: Duration,
-) -> Result<Request<Full<Bytes>>, Response<Body>> {
+) -> Result<Request<Full<Bytes>>, Response<Body>>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let (parts, body) = request.into_parts();
     let limited = Limited::new(body, MAX_REQUEST_BODY_BYTES);
     match tokio::time::timeout(timeout, limited.collect()).await {
