@@ -96,6 +96,33 @@ async fn a_client_that_stalls_at_any_stage_is_closed() {
 }
 
 #[tokio::test]
+async fn an_idle_http2_connection_is_closed() {
+    let guard = guard_with(|_| {}).await;
+    let stream = TcpStream::connect(addr(&guard)).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    let connection = tokio::spawn(connection);
+    let request = http::Request::get(format!("{}/healthz", guard.base))
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    drop(response);
+    // The client keeps its side open; the sidecar ends the idle connection.
+    tokio::time::timeout(GENEROUS, connection)
+        .await
+        .expect("the sidecar closed the idle HTTP/2 connection")
+        .unwrap()
+        .ok();
+    drop(sender);
+    guard.stop().await;
+}
+
+#[tokio::test]
 async fn a_stalled_tls_handshake_is_closed() {
     let pki = common::tls::pki("conn-limits");
     let guard = guard_with(|c| {
