@@ -81,11 +81,23 @@ async fn soak() {
         });
     }
 
+    // Connect every client first (concurrently), then start the clock.
     let start = Instant::now();
-    let mut tasks = Vec::new();
+    let mut connecting = tokio::task::JoinSet::new();
     for n in 0..clients {
+        let base = guard.base.clone();
+        connecting.spawn(async move {
+            let guard = common::Guard::external(&base);
+            common::client(&guard, &format!("soak-{}", n % 50)).await
+        });
+    }
+    let mut connected = Vec::new();
+    while let Some(client) = connecting.join_next().await {
+        connected.push(client.unwrap());
+    }
+    let mut tasks = Vec::new();
+    for client in connected {
         let (stop, errors, latencies) = (stop.clone(), errors.clone(), latencies.clone());
-        let client = common::client(&guard, &format!("soak-{}", n % 50)).await;
         tasks.push(tokio::spawn(async move {
             let mut round = 0u64;
             while !stop.load(Ordering::Relaxed) {
