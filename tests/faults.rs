@@ -236,3 +236,29 @@ async fn a_client_that_hangs_up_mid_call_gets_the_outcome_logged() {
         side.guard.stop().await;
     }
 }
+
+#[tokio::test]
+async fn zabbix_calls_wait_for_one_of_max_zabbix_concurrency_slots() {
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let mut config = common::config_for(&stub.url);
+    config.limits.max_zabbix_concurrency = 2;
+    let guard = start_with(config).await;
+    let client = common::client(&guard, "slots-token").await;
+    common::read(&client, READ, json!({"limit": 1})).await;
+    stub.set(Fault::Slow(Duration::from_millis(200)));
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let client = common::client(&guard, "slots-token").await;
+        calls.spawn(async move { common::read(&client, READ, json!({"limit": 1})).await });
+    }
+    while let Some(done) = calls.join_next().await {
+        done.unwrap();
+    }
+    assert_eq!(stub.seen("host.get"), 7);
+    assert!(
+        stub.max_in_flight() <= 2,
+        "{} at once",
+        stub.max_in_flight()
+    );
+    guard.stop().await;
+}

@@ -37,6 +37,8 @@ pub struct FaultStub {
     pub url: String,
     fault: Arc<Mutex<Fault>>,
     seen: Arc<Mutex<HashMap<String, usize>>>,
+    /// Data calls being answered now, and the most at once.
+    in_flight: Arc<Mutex<(usize, usize)>>,
     listener: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
@@ -48,6 +50,11 @@ impl FaultStub {
     /// Requests of `method` read so far.
     pub fn seen(&self, method: &str) -> usize {
         self.seen.lock().unwrap().get(method).copied().unwrap_or(0)
+    }
+
+    /// The most data calls the stub was answering at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().1
     }
 
     /// Stops listening: new connections are refused.
@@ -65,6 +72,7 @@ pub async fn start(fault: Fault) -> FaultStub {
         url: format!("http://{addr}/api_jsonrpc.php"),
         fault: Arc::new(Mutex::new(fault)),
         seen: Arc::default(),
+        in_flight: Arc::default(),
         listener: Arc::default(),
     };
     let serving = stub.clone();
@@ -92,10 +100,16 @@ async fn serve(mut stream: TcpStream, stub: FaultStub) {
         "usergroup.get" => Some(json!([{"name": "Zabbix administrators"}])),
         _ => None,
     };
+    let data_call = identity.is_none();
     let fault = match identity {
         Some(result) => Fault::Answer(result),
         None => stub.fault.lock().unwrap().clone(),
     };
+    if data_call {
+        let mut counts = stub.in_flight.lock().unwrap();
+        counts.0 += 1;
+        counts.1 = counts.1.max(counts.0);
+    }
     let rpc = |result: Value| json!({"jsonrpc": "2.0", "result": result, "id": request["id"]});
     match fault {
         Fault::Answer(result) => {
@@ -143,12 +157,19 @@ async fn serve(mut stream: TcpStream, stub: FaultStub) {
             reply(&mut stream, 200, "application/json", &body).await;
         }
         Fault::Reset => {
+            if data_call {
+                stub.in_flight.lock().unwrap().0 -= 1;
+            }
             // Linger 0: close sends RST, as a crashed or killed frontend does (a zero
             // linger never blocks, which is what the deprecation warns about).
             #[allow(deprecated)]
             let _ = stream.set_linger(Some(Duration::ZERO));
             drop(stream);
+            return;
         }
+    }
+    if data_call {
+        stub.in_flight.lock().unwrap().0 -= 1;
     }
 }
 
