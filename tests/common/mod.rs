@@ -8,6 +8,7 @@ pub mod recorder;
 pub mod stub;
 pub mod tls;
 pub mod trapper;
+pub mod version_front;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
