@@ -44,11 +44,13 @@ async fn soak() {
     let secs = env("SOAK_SECS", 60);
     let clients = env("SOAK_CLIENTS", 1000) as usize;
     let slow = env("SOAK_SLOW", 100) as usize;
-    let stub = common::fault::start(common::fault::Fault::Answer(json!([
-        {"hostid": "1", "host": "web-01", "name": "web-01"}
-    ])))
+    // The keep-alive stub: a Zabbix frontend keeps its connections open too.
+    let (stub_url, _stub) = common::stub::start_answering(
+        Duration::ZERO,
+        json!([{"hostid": "1", "host": "web-01", "name": "web-01"}]),
+    )
     .await;
-    let mut config = common::config_for(&stub.url);
+    let mut config = common::config_for(&stub_url);
     config.decision_log =
         zabbix_mcp_guard::config::DecisionLogSink::File(common::temp_path("d.log"));
     config.limits.max_connections = clients + slow + 100;
@@ -102,21 +104,27 @@ async fn soak() {
             let mut round = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let began = Instant::now();
-                let ok = match round % 3 {
-                    0 => client.list_all_tools().await.is_ok(),
+                let failure: Option<String> = match round % 3 {
+                    0 => client
+                        .list_all_tools()
+                        .await
+                        .err()
+                        .map(|e| format!("tools/list: {e}")),
                     1 => {
-                        common::call(&client, "host_get", json!({"limit": 1}))
-                            .await
-                            .is_error
-                            != Some(true)
+                        let r = common::call(&client, "host_get", json!({"limit": 1})).await;
+                        (r.is_error == Some(true))
+                            .then(|| format!("host_get: {}", common::error_body(&r)["code"]))
                     }
                     _ => client
                         .read_resource(ReadResourceRequestParams::new("zabbix://about"))
                         .await
-                        .is_ok(),
+                        .err()
+                        .map(|e| format!("resources/read: {e}")),
                 };
-                if !ok {
-                    errors.fetch_add(1, Ordering::Relaxed);
+                if let Some(kind) = failure
+                    && errors.fetch_add(1, Ordering::Relaxed) < 5
+                {
+                    println!("soak error: {kind}");
                 }
                 let micros = u32::try_from(began.elapsed().as_micros()).unwrap_or(u32::MAX);
                 latencies.lock().unwrap().push(micros);
