@@ -42,6 +42,8 @@ pub struct App {
     pub store: Arc<Store>,
     /// Tool calls and resource reads under way; shutdown waits for them.
     pub in_flight: InFlight,
+    /// Connections closed at accept because `MaxConnections` were open.
+    pub refused_connections: std::sync::atomic::AtomicU64,
     tools: RwLock<Option<Arc<ToolList>>>,
 }
 
@@ -105,6 +107,8 @@ impl App {
             timeout: config.timeout,
             ca_file: config.tls_ca_file.clone(),
             ignore_cert_errors: config.ignore_url_cert_errors,
+            max_response_bytes: config.limits.max_zabbix_response_size,
+            max_concurrency: config.limits.max_zabbix_concurrency,
         })?;
         let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
         Ok(Arc::new(App {
@@ -119,6 +123,7 @@ impl App {
             approver,
             store,
             in_flight: InFlight::default(),
+            refused_connections: std::sync::atomic::AtomicU64::new(0),
             tools: RwLock::new(None),
         }))
     }

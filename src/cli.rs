@@ -201,6 +201,39 @@ pub struct ParamFlags {
     /// ApprovalTimeout: seconds a page approval can be decided and redeemed [ZABBIX_MCP_GUARD_APPROVAL_TIMEOUT]
     #[arg(long, value_name = "SECONDS")]
     pub approval_timeout: Option<String>,
+    /// TLSHandshakeTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_TLS_HANDSHAKE_TIMEOUT]
+    #[arg(long, value_name = "VALUE")]
+    pub tls_handshake_timeout: Option<String>,
+    /// HeaderTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_HEADER_TIMEOUT]
+    #[arg(long, value_name = "VALUE")]
+    pub header_timeout: Option<String>,
+    /// BodyTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_BODY_TIMEOUT]
+    #[arg(long, value_name = "VALUE")]
+    pub body_timeout: Option<String>,
+    /// IdleTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_IDLE_TIMEOUT]
+    #[arg(long, value_name = "VALUE")]
+    pub idle_timeout: Option<String>,
+    /// HTTP2KeepAlive: see README "Reliability" [ZABBIX_MCP_GUARD_HTTP2_KEEP_ALIVE]
+    #[arg(long, value_name = "VALUE")]
+    pub http2_keep_alive: Option<String>,
+    /// MaxConnections: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_CONNECTIONS]
+    #[arg(long, value_name = "VALUE")]
+    pub max_connections: Option<String>,
+    /// MaxZabbixResponseSize: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_ZABBIX_RESPONSE_SIZE]
+    #[arg(long, value_name = "VALUE")]
+    pub max_zabbix_response_size: Option<String>,
+    /// MaxZabbixConcurrency: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_ZABBIX_CONCURRENCY]
+    #[arg(long, value_name = "VALUE")]
+    pub max_zabbix_concurrency: Option<String>,
+    /// MaxSessions: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_SESSIONS]
+    #[arg(long, value_name = "VALUE")]
+    pub max_sessions: Option<String>,
+    /// SessionIdleTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_SESSION_IDLE_TIMEOUT]
+    #[arg(long, value_name = "VALUE")]
+    pub session_idle_timeout: Option<String>,
+    /// ElicitationTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_ELICITATION_TIMEOUT]
+    #[arg(long, value_name = "VALUE")]
+    pub elicitation_timeout: Option<String>,
 }
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
@@ -309,6 +342,17 @@ impl ParamFlags {
             Param::ApprovalAllowedIp => one(&self.approval_allowed_ip),
             Param::ApprovalUrl => one(&self.approval_url),
             Param::ApprovalTimeout => one(&self.approval_timeout),
+            Param::TlsHandshakeTimeout => one(&self.tls_handshake_timeout),
+            Param::HeaderTimeout => one(&self.header_timeout),
+            Param::BodyTimeout => one(&self.body_timeout),
+            Param::IdleTimeout => one(&self.idle_timeout),
+            Param::Http2KeepAlive => one(&self.http2_keep_alive),
+            Param::MaxConnections => one(&self.max_connections),
+            Param::MaxZabbixResponseSize => one(&self.max_zabbix_response_size),
+            Param::MaxZabbixConcurrency => one(&self.max_zabbix_concurrency),
+            Param::MaxSessions => one(&self.max_sessions),
+            Param::SessionIdleTimeout => one(&self.session_idle_timeout),
+            Param::ElicitationTimeout => one(&self.elicitation_timeout),
             Param::Include => Vec::new(),
         }
     }

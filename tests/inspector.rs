@@ -343,7 +343,11 @@ async fn inspector_shows_approval_codes() {
     assert_eq!(body["code"], "approval_pending", "{body}");
     let url = body["data"]["url"].as_str().unwrap_or_default();
     assert!(url.starts_with(&format!("{page}/approvals/")), "{body}");
-    assert!(printed.stdout.contains(url), "the link is shown: {}", printed.stdout);
+    assert!(
+        printed.stdout.contains(url),
+        "the link is shown: {}",
+        printed.stdout
+    );
     guard.stop().await;
 }
 

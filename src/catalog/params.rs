@@ -171,12 +171,22 @@ pub fn resource_params(
     Value::Object(params)
 }
 
+/// `limitSelects` for queries with a nested list that grows without bound (a host's or
+/// template's triggers): Zabbix returns at most this many records per subselect.
+pub const LIMIT_SELECTS: u32 = 200;
+
 fn add_selects(params: &mut Map<String, Value>, selects: &[Select], version: ZabbixVersion) {
     for select in selects {
         params.insert(
             select.param.param_name(version).into(),
             json!(select.fields),
         );
+    }
+    if selects
+        .iter()
+        .any(|s| s.param == crate::catalog::SelectParam::Fixed("selectTriggers"))
+    {
+        params.insert("limitSelects".into(), json!(LIMIT_SELECTS));
     }
 }
 
@@ -243,6 +253,33 @@ mod tests {
         assert_eq!(p7["selectHostGroups"], json!(["groupid", "name"]));
         assert_eq!(p7["limit"], 101);
         assert_eq!(p7["sortfield"], json!(["name"]));
+    }
+
+    #[test]
+    fn growing_subselects_are_limited() {
+        for tool in ["host_get", "template_get"] {
+            let p = params(tool, json!({}), V70);
+            assert!(p.get("selectTriggers").is_some(), "{tool}");
+            assert_eq!(p["limitSelects"], super::LIMIT_SELECTS, "{tool}");
+        }
+        // Zabbix refuses limitSelects where it does not apply: only with selectTriggers.
+        for tool in crate::catalog::all_tools() {
+            if let Some(query) = tool.query() {
+                let raw = match tool.name {
+                    "history_get" => json!({"itemids": ["1"], "type": "float"}),
+                    "macro_get" => json!({"global": true}),
+                    _ => json!({}),
+                };
+                let a = args::validate(tool, raw.as_object(), V70, 1_000_000).unwrap();
+                let p = read_params(tool, query, &a, V70);
+                assert_eq!(
+                    p.get("limitSelects").is_some(),
+                    p.get("selectTriggers").is_some(),
+                    "{}",
+                    tool.name
+                );
+            }
+        }
     }
 
     #[test]

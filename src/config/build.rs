@@ -126,6 +126,7 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
             int(r, Param::ApprovalTimeout, APPROVAL_TIMEOUT_RANGE)?
                 .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS),
         ),
+        limits: super::limits::build(r)?,
     };
     check_cross_rules(r, &config)?;
     Ok(config)

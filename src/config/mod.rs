@@ -6,6 +6,7 @@ mod build;
 mod error;
 mod file;
 mod image;
+mod limits;
 mod merge;
 mod params;
 mod render;
@@ -32,6 +33,7 @@ use crate::exposure::ToolRule;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
 pub use image::EnvContract;
+pub use limits::Limits;
 pub use params::{ENV_PREFIX, Param};
 
 /// The effective configuration.
@@ -78,6 +80,8 @@ pub struct Config {
     pub approval_page: Option<ApprovalPageConfig>,
     /// `ApprovalTimeout`: how long a page approval can be decided and redeemed.
     pub approval_timeout: Duration,
+    /// The resource limits of issue 12 (timeouts per stage, caps).
+    pub limits: Limits,
 }
 
 /// The file the approval seal key was read from, with its permission bits.

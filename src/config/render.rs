@@ -102,6 +102,7 @@ fn value(config: &Config, param: Param) -> String {
         | Param::AllowToolRegexp
         | Param::DenyToolRegexp
         | Param::Include => String::new(),
+        other => super::limits::render(&config.limits, other).unwrap_or_default(),
     }
 }
 

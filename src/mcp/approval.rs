@@ -249,6 +249,7 @@ pub async fn elicit(
     context: &RequestContext<RoleServer>,
     tool: &str,
     payload: &Payload,
+    timeout: std::time::Duration,
 ) -> Result<Answer, ApprovalError> {
     let params = question(
         tool,
@@ -256,9 +257,10 @@ pub async fn elicit(
         &payload.body,
         &sha256_hex(&payload.body),
     )?;
+    // `ElicitationTimeout`: a question nobody answers must not hold the call forever.
     let result = context
         .peer
-        .create_elicitation(params)
+        .create_elicitation_with_timeout(params, Some(timeout))
         .await
         .map_err(|e| ApprovalError::Elicitation(e.to_string()))?;
     Ok(answer_of(&result))

@@ -168,9 +168,10 @@ fn zabbix_code(error: &ZabbixError) -> &'static str {
     match error {
         ZabbixError::Api { .. } => "zabbix_error",
         ZabbixError::Timeout(_) => "upstream_timeout",
-        ZabbixError::Unavailable(_) | ZabbixError::HttpStatus(_) | ZabbixError::BadResponse(_) => {
-            "upstream_unavailable"
-        }
+        ZabbixError::Unavailable(_)
+        | ZabbixError::HttpStatus(_)
+        | ZabbixError::BadResponse(_)
+        | ZabbixError::ResponseTooLarge(_) => "upstream_unavailable",
         ZabbixError::Request(_) | ZabbixError::BadUrl { .. } | ZabbixError::Tls(_) => INTERNAL,
     }
 }

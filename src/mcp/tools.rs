@@ -118,6 +118,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     };
     let decision = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
+    crate::server::hangup::decided(call.context, id);
     if !decision.allow {
         let reasons = decision.reasons.clone();
         return failed(ToolError::Denied { reasons }, Some(id)).into();

@@ -53,7 +53,14 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             send(app, &call, &payload).await
         }
         Route::Elicit => {
-            let answer = match approval::elicit(call.context, call.def.name, &payload).await {
+            let answer = match approval::elicit(
+                call.context,
+                call.def.name,
+                &payload,
+                app.config.limits.elicitation,
+            )
+            .await
+            {
                 Ok(answer) => answer,
                 Err(error) => {
                     app.decisions.event(

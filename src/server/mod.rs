@@ -2,37 +2,38 @@
 //! optional TLS, hyper-util connections (HTTP/1.1 and HTTP/2), and graceful shutdown that
 //! lets in-flight calls finish.
 
+mod conn;
 pub mod guard;
+pub mod hangup;
+mod ready;
 pub mod routes;
+mod sessions;
 pub mod tls;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::app::App;
 use crate::config::{SessionMode, TlsAccept};
 use crate::mcp::GuardHandler;
 use crate::policy::DEFAULT_POLL_INTERVAL;
+use crate::server::conn::ConnContext;
 use crate::server::guard::AllowedHosts;
-use crate::server::routes::{McpEndpoint, McpService};
+use crate::server::ready::Readiness;
+use crate::server::routes::{MAX_REQUEST_BODY_BYTES, McpEndpoint, McpService};
+use crate::server::sessions::SessionOwners;
 
-/// Largest MCP request body accepted (tool arguments are small).
-const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
-/// A client must send its request headers within this time.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -60,6 +61,7 @@ pub struct Server {
     mcp_cancel: CancellationToken,
     tasks: JoinSet<()>,
     policy_watcher: tokio::task::JoinHandle<()>,
+    readiness_task: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
 
@@ -75,9 +77,12 @@ impl Server {
         };
         let cancel = CancellationToken::new();
         let mcp_cancel = CancellationToken::new();
-        let endpoint = mcp_endpoint(&app, mcp_cancel.clone());
+        let (readiness, readiness_task) = Readiness::spawn(app.clone(), mcp_cancel.clone());
+        let endpoint = mcp_endpoint(&app, mcp_cancel.clone(), readiness);
         let mut addrs = Vec::new();
         let mut tasks = JoinSet::new();
+        // One pool of connection slots for every listen address.
+        let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
         for ip in &app.config.listen_ip {
             let addr = SocketAddr::new(*ip, app.config.listen_port);
             let listener = TcpListener::bind(addr)
@@ -91,13 +96,14 @@ impl Server {
                 "listening"
             );
             addrs.push(local);
-            tasks.spawn(accept_loop(
-                listener,
-                app.clone(),
-                endpoint.clone(),
-                tls.clone(),
-                cancel.clone(),
-            ));
+            let ctx = ConnContext {
+                app: app.clone(),
+                endpoint: endpoint.clone(),
+                tls: tls.clone(),
+                shutdown: cancel.clone(),
+                tracker: TaskTracker::new(),
+            };
+            tasks.spawn(accept_loop(listener, ctx, slots.clone()));
         }
         let approval_addrs =
             crate::approval_page::start(&app, tls.clone(), cancel.clone(), &mut tasks).await?;
@@ -109,6 +115,7 @@ impl Server {
             mcp_cancel,
             tasks,
             policy_watcher,
+            readiness_task,
             app,
         })
     }
@@ -133,6 +140,7 @@ impl Server {
         self.mcp_cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
+        self.readiness_task.abort();
         // Every decision of the requests above is queued: write them before returning.
         let log = self.app.decisions.clone();
         let flushed = tokio::task::spawn_blocking(move || log.flush()).await;
@@ -163,7 +171,43 @@ impl Server {
     }
 }
 
-fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken) -> McpEndpoint {
+/// The HTTP router without a socket: one request in, one response out (fuzzing, tests).
+/// Readiness is refreshed in the background as in a server.
+pub struct Router {
+    app: Arc<App>,
+    endpoint: McpEndpoint,
+    readiness_task: tokio::task::JoinHandle<()>,
+}
+
+impl Router {
+    /// Must be called inside a Tokio runtime.
+    pub fn new(app: Arc<App>) -> Router {
+        let cancel = CancellationToken::new();
+        let (readiness, readiness_task) = Readiness::spawn(app.clone(), cancel.clone());
+        let endpoint = mcp_endpoint(&app, cancel, readiness);
+        Router {
+            app,
+            endpoint,
+            readiness_task,
+        }
+    }
+
+    pub async fn handle(
+        &self,
+        request: http::Request<http_body_util::Full<bytes::Bytes>>,
+        peer: std::net::IpAddr,
+    ) -> http::Response<routes::Body> {
+        routes::handle(self.app.clone(), self.endpoint.clone(), request, peer).await
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        self.readiness_task.abort();
+    }
+}
+
+fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness) -> McpEndpoint {
     let hosts = AllowedHosts::new(&app.config.listen_ip, &app.config.allowed_hosts);
     let base = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.names().to_vec())
@@ -171,36 +215,40 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken) -> McpEndpoint {
         .with_cancellation_token(cancel);
     let handler_app = app.clone();
     let factory = move || Ok(GuardHandler::new(handler_app.clone()));
-    let service = match app.config.session_mode {
-        SessionMode::Stateless => McpService::Stateless(StreamableHttpService::new(
-            factory,
-            Arc::new(NeverSessionManager::default()),
-            base.with_legacy_session_mode(false)
-                .with_json_response(true),
-        )),
-        SessionMode::Stateful => McpService::Stateful(StreamableHttpService::new(
-            factory,
-            Arc::new(LocalSessionManager::default()),
-            base,
-        )),
+    let (service, sessions) = match app.config.session_mode {
+        SessionMode::Stateless => (
+            McpService::Stateless(StreamableHttpService::new(
+                factory,
+                Arc::new(NeverSessionManager::default()),
+                base.with_legacy_session_mode(false)
+                    .with_json_response(true),
+            )),
+            None,
+        ),
+        SessionMode::Stateful => {
+            let mut manager = LocalSessionManager::default();
+            manager.session_config.keep_alive = Some(app.config.limits.session_idle);
+            let manager = Arc::new(manager);
+            let owners = SessionOwners::new(manager.clone(), app.config.limits.max_sessions);
+            (
+                McpService::Stateful(StreamableHttpService::new(factory, manager, base)),
+                Some(Arc::new(owners)),
+            )
+        }
     };
     McpEndpoint {
         service,
         hosts: Arc::new(hosts),
+        readiness,
+        sessions,
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    app: Arc<App>,
-    endpoint: McpEndpoint,
-    tls: Option<TlsAcceptor>,
-    cancel: CancellationToken,
-) {
-    let graceful = GracefulShutdown::new();
+async fn accept_loop(listener: TcpListener, ctx: ConnContext, slots: Arc<Semaphore>) {
+    let app = ctx.app.clone();
     loop {
         let (stream, peer) = tokio::select! {
-            () = cancel.cancelled() => break,
+            () = ctx.shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(error) => {
@@ -216,60 +264,23 @@ async fn accept_loop(
             drop(stream);
             continue;
         }
+        // Over MaxConnections the connection is closed at once: a refused client retries,
+        // while a queued one would hold a socket and a kernel backlog slot for nothing.
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            app.refused_connections.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(client.address = %peer.ip(), "connection refused: MaxConnections reached");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        spawn_connection(stream, peer.ip(), &app, &endpoint, tls.clone(), &graceful);
+        conn::spawn(stream, peer.ip(), &ctx, permit);
     }
     drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    ctx.tracker.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, ctx.tracker.wait())
         .await
         .is_err()
     {
         tracing::warn!("in-flight requests did not finish in time");
     }
-}
-
-fn spawn_connection(
-    stream: TcpStream,
-    peer: IpAddr,
-    app: &Arc<App>,
-    endpoint: &McpEndpoint,
-    tls: Option<TlsAcceptor>,
-    graceful: &GracefulShutdown,
-) {
-    let app = app.clone();
-    let endpoint = endpoint.clone();
-    let service = service_fn(move |request| {
-        let app = app.clone();
-        let endpoint = endpoint.clone();
-        async move {
-            Ok::<_, std::convert::Infallible>(routes::handle(app, endpoint, request, peer).await)
-        }
-    });
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let watcher = graceful.watcher();
-    tokio::spawn(async move {
-        let result = match tls {
-            None => {
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                watcher.watch(connection.into_owned()).await
-            }
-            Some(acceptor) => match acceptor.accept(stream).await {
-                Ok(tls_stream) => {
-                    let connection = builder.serve_connection(TokioIo::new(tls_stream), service);
-                    watcher.watch(connection.into_owned()).await
-                }
-                Err(error) => {
-                    tracing::info!(client.address = %peer, %error, "TLS handshake failed");
-                    return;
-                }
-            },
-        };
-        if let Err(error) = result {
-            tracing::debug!(client.address = %peer, %error, "connection ended with an error");
-        }
-    });
 }

@@ -3,13 +3,14 @@
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Body as HttpBody;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -20,8 +21,14 @@ use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors;
 use crate::server::guard::{self, AllowedHosts, GuardError};
+use crate::server::hangup::{CallWatch, HangupGuard};
+use crate::server::ready::Readiness;
+use crate::server::sessions::{Admission, SessionOwners};
 
 pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Largest MCP request body accepted (tool arguments are small).
+pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 
 /// rmcp's service in the session mode the configuration asks for, and the host names it
 /// answers to.
@@ -29,6 +36,9 @@ pub type Body = BoxBody<Bytes, Infallible>;
 pub struct McpEndpoint {
     pub service: McpService,
     pub hosts: Arc<AllowedHosts>,
+    pub(crate) readiness: Readiness,
+    /// Session owners and the session cap (stateful mode only).
+    pub(crate) sessions: Option<Arc<SessionOwners>>,
 }
 
 #[derive(Clone)]
@@ -38,7 +48,7 @@ pub enum McpService {
 }
 
 impl McpEndpoint {
-    async fn call(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn call(&self, request: Request<Full<Bytes>>) -> Response<Body> {
         let result = match &self.service {
             McpService::Stateless(service) => service.clone().call(request).await,
             McpService::Stateful(service) => service.clone().call(request).await,
@@ -50,15 +60,21 @@ impl McpEndpoint {
     }
 }
 
-pub async fn handle(
+/// Answers one request. Generic over the body so the router can be driven without a
+/// socket (fuzzing); hyper hands it `Incoming`.
+pub async fn handle<B>(
     app: Arc<App>,
     mcp: McpEndpoint,
-    mut request: Request<Incoming>,
+    mut request: Request<B>,
     peer: IpAddr,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
-        (&Method::GET, "/readyz") => readiness(&app).await,
+        (&Method::GET, "/readyz") => readiness(&app, &mcp.readiness).await,
         (_, "/mcp") => {
             // Host/Origin first: a rebinding page must not even learn whether a token works.
             if let Err(error) = mcp.hosts.check(request.uri(), request.headers()) {
@@ -66,8 +82,28 @@ pub async fn handle(
             }
             match guard::authenticate(&app, request.headers(), peer).await {
                 Ok(caller) => {
+                    let token_id = caller.token_id.clone();
                     request.extensions_mut().insert(caller);
-                    mcp.call(request).await
+                    let watch = CallWatch::default();
+                    request.extensions_mut().insert(watch.clone());
+                    let hangup = HangupGuard::new(watch);
+                    let request = match read_body(request, app.config.limits.body).await {
+                        Ok(request) => request,
+                        Err(response) => return response,
+                    };
+                    let response = match &mcp.sessions {
+                        None => mcp.call(request).await,
+                        Some(owners) => match owners.admit(request.headers(), &token_id).await {
+                            Ok(Admission::Existing) => mcp.call(request).await,
+                            Ok(Admission::New(_creating)) => {
+                                let response = mcp.call(request).await;
+                                owners.record(response.headers(), &token_id).await;
+                                response
+                            }
+                            Err(response) => return response,
+                        },
+                    };
+                    response.map(|body| hangup.into_body(body).boxed())
                 }
                 Err(error) => refused(&error),
             }
@@ -76,8 +112,57 @@ pub async fn handle(
     }
 }
 
-/// Ready when Zabbix answers and a policy set is loaded (without one every call is denied).
-async fn readiness(app: &App) -> Response<Body> {
+/// Reads the whole request body within `BodyTimeout` and `MAX_REQUEST_BODY_BYTES`, so a
+/// client that trickles its body costs a socket for seconds, not forever.
+async fn read_body<B>(
+    request: Request<B>,
+    timeout: Duration,
+) -> Result<Request<Full<Bytes>>, Response<Body>>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (parts, body) = request.into_parts();
+    let limited = Limited::new(body, MAX_REQUEST_BODY_BYTES);
+    match tokio::time::timeout(timeout, limited.collect()).await {
+        Ok(Ok(collected)) => Ok(Request::from_parts(parts, Full::new(collected.to_bytes()))),
+        Ok(Err(error)) if error.is::<LengthLimitError>() => Err(closing(json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({"error": "invalid_request",
+                    "message": format!("the request body is larger than {MAX_REQUEST_BODY_BYTES} bytes")}),
+        ))),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "request body not read");
+            Err(closing(json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "invalid_request", "message": "the request body could not be read"}),
+            )))
+        }
+        Err(_) => {
+            tracing::info!(
+                timeout_s = timeout.as_secs(),
+                "request body not received in time (BodyTimeout)"
+            );
+            Err(closing(json_response(
+                StatusCode::REQUEST_TIMEOUT,
+                &json!({"error": "invalid_request",
+                        "message": format!("the request body did not arrive within {}s (BodyTimeout)", timeout.as_secs())}),
+            )))
+        }
+    }
+}
+
+/// HTTP/1 closes the connection after this response (the rest of the body is unread).
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Ready when Zabbix answered the last background check and a policy set is loaded
+/// (without one every call is denied). Reads cached state only.
+async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
     let policy = app.policy.status();
     let policy_json = json!({
         "source": policy.source.kind(),
@@ -88,19 +173,30 @@ async fn readiness(app: &App) -> Response<Body> {
         "last_error": policy.last_error,
         "reloads_failed": policy.reloads_failed,
     });
-    match app.zabbix.refresh_version().await {
+    // Only before the first check ends does a probe wait, and no longer than a call would.
+    let Some(state) = ready
+        .zabbix(app.config.timeout + Duration::from_secs(1))
+        .await
+    else {
+        return json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "not ready", "reason": "Zabbix not checked yet", "policy": policy_json}),
+        );
+    };
+    match state.result {
         Ok(version) if policy.loaded => json_response(
             StatusCode::OK,
-            &json!({"status": "ready", "zabbix_version": version.to_string(), "policy": policy_json}),
+            &json!({"status": "ready", "zabbix_version": version, "checked_at": state.checked_at,
+                    "policy": policy_json}),
         ),
         Ok(version) => json_response(
             StatusCode::SERVICE_UNAVAILABLE,
             &json!({"status": "not ready", "reason": "no policy loaded",
-                    "zabbix_version": version.to_string(), "policy": policy_json}),
+                    "zabbix_version": version, "checked_at": state.checked_at, "policy": policy_json}),
         ),
-        Err(error) => json_response(
+        Err(reason) => json_response(
             StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"status": "not ready", "reason": error.to_string()}),
+            &json!({"status": "not ready", "reason": reason, "checked_at": state.checked_at}),
         ),
     }
 }

@@ -23,7 +23,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tracing_subscriber::filter::ParseError;
+use tracing_subscriber::filter::{FilterExt, ParseError};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -123,6 +123,9 @@ fn subscriber(sink: Arc<Sink>, filter: EnvFilter) -> impl tracing::Subscriber + 
             .with_writer(writer)
             .boxed(),
     };
+    let filter = filter.and(tracing_subscriber::filter::filter_fn(|meta| {
+        !crate::server::hangup::is_drain_send_error(meta)
+    }));
     tracing_subscriber::registry().with(layer.with_filter(filter))
 }
 

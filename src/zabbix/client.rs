@@ -8,22 +8,20 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use crate::zabbix::caller::ApiToken;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
 use crate::zabbix::tls;
 use crate::zabbix::version::{TokenTransport, ZabbixVersion};
-
-/// Largest Zabbix response body read into memory; a bigger one is an error, not an OOM.
-const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// What the client needs to know to reach Zabbix.
 #[derive(Debug, Clone)]
@@ -32,6 +30,10 @@ pub struct ClientSettings {
     pub timeout: Duration,
     pub ca_file: Option<std::path::PathBuf>,
     pub ignore_cert_errors: bool,
+    /// `MaxZabbixResponseSize`: the read of an answer stops here (an error, not an OOM).
+    pub max_response_bytes: usize,
+    /// `MaxZabbixConcurrency`: calls in flight at once, all callers together.
+    pub max_concurrency: usize,
 }
 
 /// A JSON-RPC request body, serialized once and sent as is.
@@ -50,6 +52,9 @@ pub struct ZabbixClient {
     api_url: http::Uri,
     api_url_text: String,
     timeout: Duration,
+    max_response_bytes: usize,
+    /// One permit per call in flight; waiting for one counts against `Timeout`.
+    slots: Semaphore,
     version: RwLock<Option<ZabbixVersion>>,
     next_id: AtomicU64,
 }
@@ -120,6 +125,8 @@ impl ZabbixClient {
             api_url,
             api_url_text: settings.api_url.clone(),
             timeout: settings.timeout,
+            max_response_bytes: settings.max_response_bytes,
+            slots: Semaphore::new(settings.max_concurrency),
             version: RwLock::new(None),
             next_id: AtomicU64::new(1),
         })
@@ -232,7 +239,16 @@ impl ZabbixClient {
         } else {
             &self.http
         };
-        match tokio::time::timeout(self.timeout, round_trip(http, request)).await {
+        let call = async {
+            // The semaphore is never closed, so acquiring only fails if it were.
+            let _slot = self
+                .slots
+                .acquire()
+                .await
+                .map_err(|_| ZabbixError::Request("the call slots are closed".into()))?;
+            round_trip(http, request, self.max_response_bytes).await
+        };
+        match tokio::time::timeout(self.timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(ZabbixError::Timeout(self.timeout)),
         }
@@ -242,16 +258,23 @@ impl ZabbixClient {
 async fn round_trip(
     http: &Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     request: http::Request<Full<Bytes>>,
+    max_bytes: usize,
 ) -> Result<Value, ZabbixError> {
     let response = http
         .request(request)
         .await
         .map_err(|e| ZabbixError::Unavailable(error_chain(&e)))?;
     let status = response.status();
-    let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+    let body = Limited::new(response.into_body(), max_bytes)
         .collect()
         .await
-        .map_err(|e| ZabbixError::Unavailable(format!("reading the response: {e}")))?
+        .map_err(|e| {
+            if e.is::<LengthLimitError>() {
+                ZabbixError::ResponseTooLarge(max_bytes)
+            } else {
+                ZabbixError::Unavailable(format!("reading the response: {}", error_chain(&*e)))
+            }
+        })?
         .to_bytes();
     if !status.is_success() {
         return Err(ZabbixError::HttpStatus(status.as_u16()));

@@ -19,6 +19,11 @@ pub enum ZabbixError {
     Timeout(Duration),
     #[error("cannot reach the Zabbix API: {0}")]
     Unavailable(String),
+    /// The answer grew past `MaxZabbixResponseSize`; the read was stopped there.
+    #[error(
+        "the Zabbix API answer is larger than {0} bytes (MaxZabbixResponseSize); narrow the request"
+    )]
+    ResponseTooLarge(usize),
     #[error("the Zabbix API answered HTTP {0}")]
     HttpStatus(u16),
     /// Zabbix answered, but not with a JSON-RPC response we can read.

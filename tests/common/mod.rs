@@ -2,11 +2,13 @@
 //! loopback port, and a real rmcp client over streamable HTTP.
 #![allow(dead_code)]
 
+pub mod fault;
 pub mod hangup;
 pub mod recorder;
 pub mod stub;
 pub mod tls;
 pub mod trapper;
+pub mod version_front;
 pub mod zapi;
 
 use std::collections::HashMap;

@@ -1,0 +1,215 @@
+//! One client connection from accept to close, bounded at every stage: the connection
+//! slot (`MaxConnections`), the TLS handshake (`TLSHandshakeTimeout`), the first request
+//! head including the HTTP/1-or-2 detection (`HeaderTimeout`), the keep-alive gap between
+//! requests on HTTP/1 and HTTP/2 (`IdleTimeout`), and dead HTTP/2 peers
+//! (`HTTP2KeepAlive` pings). The request body is bounded in `routes` (`BodyTimeout`).
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::App;
+use crate::config::Limits;
+use crate::server::routes::{self, Body, McpEndpoint};
+
+/// What every connection of one listener shares.
+#[derive(Clone)]
+pub(crate) struct ConnContext {
+    pub app: Arc<App>,
+    pub endpoint: McpEndpoint,
+    pub tls: Option<TlsAcceptor>,
+    /// Server shutdown: connections finish their requests and close.
+    pub shutdown: CancellationToken,
+    pub tracker: TaskTracker,
+}
+
+/// Requests in flight on one connection and when the connection may next be closed for
+/// idleness; the watchdog closes it when none is in flight past the deadline.
+#[derive(Clone, Copy, Debug)]
+struct Activity {
+    active: usize,
+    deadline: Instant,
+}
+
+/// Keeps a request counted until its response body is dropped (fully sent or abandoned),
+/// so a long response stream is not mistaken for an idle connection.
+struct ActiveGuard {
+    activity: Arc<watch::Sender<Activity>>,
+    idle: Duration,
+}
+
+/// A response body that holds its request's [`ActiveGuard`].
+pub(crate) struct TrackedBody {
+    inner: Body,
+    _guard: ActiveGuard,
+}
+
+/// How a connection ended, for the debug log.
+#[derive(Debug, Clone, Copy)]
+enum Closed {
+    Done,
+    Idle,
+    Shutdown,
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        let idle = self.idle;
+        self.activity.send_modify(|a| {
+            a.active = a.active.saturating_sub(1);
+            a.deadline = Instant::now() + idle;
+        });
+    }
+}
+
+impl HttpBody for TrackedBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Serves one accepted connection in its own task; `permit` is its `MaxConnections` slot.
+pub(crate) fn spawn(
+    stream: TcpStream,
+    peer: IpAddr,
+    ctx: &ConnContext,
+    permit: OwnedSemaphorePermit,
+) {
+    let ctx = ctx.clone();
+    let tracker = ctx.tracker.clone();
+    tracker.spawn(async move {
+        let limits = ctx.app.config.limits.clone();
+        let closed = match ctx.tls.clone() {
+            None => serve(TokioIo::new(stream), peer, &ctx, &limits).await,
+            Some(acceptor) => {
+                match tokio::time::timeout(limits.tls_handshake, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => serve(TokioIo::new(tls), peer, &ctx, &limits).await,
+                    Ok(Err(error)) => {
+                        tracing::info!(client.address = %peer, %error, "TLS handshake failed");
+                        Closed::Done
+                    }
+                    Err(_) => {
+                        tracing::info!(client.address = %peer, "TLS handshake timed out");
+                        Closed::Done
+                    }
+                }
+            }
+        };
+        tracing::debug!(client.address = %peer, reason = ?closed, "connection closed");
+        drop(permit);
+    });
+}
+
+async fn serve<I>(io: TokioIo<I>, peer: IpAddr, ctx: &ConnContext, limits: &Limits) -> Closed
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (activity, mut watchdog) = watch::channel(Activity {
+        active: 0,
+        deadline: Instant::now() + limits.header,
+    });
+    let activity = Arc::new(activity);
+    let idle = limits.idle;
+    let app = ctx.app.clone();
+    let endpoint = ctx.endpoint.clone();
+    let service = service_fn(move |request| {
+        activity.send_modify(|a| a.active += 1);
+        let guard = ActiveGuard {
+            activity: activity.clone(),
+            idle,
+        };
+        let app = app.clone();
+        let endpoint = endpoint.clone();
+        async move {
+            let response = routes::handle(app, endpoint, request, peer).await;
+            Ok::<_, Infallible>(response.map(|inner| TrackedBody {
+                inner,
+                _guard: guard,
+            }))
+        }
+    });
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.http2_keep_alive);
+    if let Some(interval) = limits.http2_keep_alive {
+        builder.http2().keep_alive_timeout(interval);
+    }
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let mut closing: Option<(Closed, Instant)> = None;
+    loop {
+        let idle_deadline = {
+            let a = *watchdog.borrow_and_update();
+            (a.active == 0).then_some(a.deadline)
+        };
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(client.address = %peer, %error, "connection ended with an error");
+                }
+                return closing.map_or(Closed::Done, |(why, _)| why);
+            }
+            changed = watchdog.changed(), if closing.is_none() => {
+                // Every sender gone means hyper dropped the service: the connection ends.
+                if changed.is_err() {
+                    closing = Some((Closed::Done, Instant::now() + limits.header));
+                }
+            }
+            () = sleep_until_some(idle_deadline), if closing.is_none() => {
+                connection.as_mut().graceful_shutdown();
+                closing = Some((Closed::Idle, Instant::now() + limits.header));
+            }
+            () = ctx.shutdown.cancelled(), if closing.is_none() => {
+                connection.as_mut().graceful_shutdown();
+                closing = Some((Closed::Shutdown, Instant::now() + super::SHUTDOWN_GRACE));
+            }
+            () = sleep_until_some(closing.map(|(_, at)| at)) => {
+                // A peer that does not let a graceful close finish is cut off.
+                return closing.map_or(Closed::Done, |(why, _)| why);
+            }
+        }
+    }
+}
+
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,99 @@
+//! Stateful sessions bound to the token that created them and capped in number
+//! (`MaxSessions`); rmcp's session manager ends idle ones (`SessionIdleTimeout`). A session
+//! id another token holder learned is "not found" to them: they can neither use nor
+//! delete it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use http::{HeaderMap, StatusCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
+
+use crate::server::routes::{Body, json_response};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Who owns which session, beside rmcp's own session table.
+pub(crate) struct SessionOwners {
+    manager: Arc<LocalSessionManager>,
+    /// Session id → the `token_id` (hash prefix) of the token that created it.
+    owners: Mutex<HashMap<String, String>>,
+    max: usize,
+    /// Held while a new session is created, so that the cap is not overshot by a burst.
+    creating: tokio::sync::Mutex<()>,
+}
+
+/// What a request with or without a session id may do.
+pub(crate) enum Admission<'a> {
+    /// It names a session this token owns.
+    Existing,
+    /// It may create a session; the guard keeps creation serialized until recorded.
+    New(tokio::sync::MutexGuard<'a, ()>),
+}
+
+impl SessionOwners {
+    pub fn new(manager: Arc<LocalSessionManager>, max: usize) -> Self {
+        SessionOwners {
+            manager,
+            owners: Mutex::new(HashMap::new()),
+            max,
+            creating: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Lets a request through, or answers it: 404 for a session this token does not own
+    /// (as for an unknown one), 503 when `MaxSessions` sessions are open.
+    pub async fn admit(
+        &self,
+        headers: &HeaderMap,
+        token_id: &str,
+    ) -> Result<Admission<'_>, http::Response<Body>> {
+        if let Some(id) = headers.get(SESSION_HEADER) {
+            let owned = id.to_str().ok().is_some_and(|id| {
+                self.owners
+                    .lock()
+                    .ok()
+                    .is_some_and(|owners| owners.get(id).is_some_and(|o| o == token_id))
+            });
+            return if owned {
+                Ok(Admission::Existing)
+            } else {
+                Err(json_response(
+                    StatusCode::NOT_FOUND,
+                    &json!({"error": "session_not_found", "message": "no such session"}),
+                ))
+            };
+        }
+        let guard = self.creating.lock().await;
+        let open = self.manager.sessions.read().await.len();
+        if open >= self.max {
+            tracing::warn!(sessions = open, "session refused: MaxSessions reached");
+            return Err(json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "too_many_sessions",
+                        "message": format!("{open} sessions are open (MaxSessions); retry later or end one")}),
+            ));
+        }
+        Ok(Admission::New(guard))
+    }
+
+    /// Records the owner of a session the response just created, and forgets sessions
+    /// rmcp has ended.
+    pub async fn record(&self, response_headers: &HeaderMap, token_id: &str) {
+        let Some(id) = response_headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return;
+        };
+        let live: Vec<String> = {
+            let sessions = self.manager.sessions.read().await;
+            sessions.keys().map(|k| k.to_string()).collect()
+        };
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.retain(|k, _| live.contains(k));
+            owners.insert(id.to_owned(), token_id.to_owned());
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Issue 12, connections: a raw TCP client that stalls at each stage (TLS handshake,
+//! HTTP/1-or-2 detection, request head, body, keep-alive gap) is closed by the sidecar
+//! within its limit, and connections beyond `MaxConnections` are refused. Each test waits
+//! for the close itself; the only bound is a generous one that turns a hang into a failure.
+
+mod common;
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use zabbix_mcp_guard::config::{Config, TlsAccept};
+
+use common::{Guard, start_with};
+
+/// Far above every limit set below: reaching it means the sidecar never closed.
+const GENEROUS: Duration = Duration::from_secs(60);
+
+async fn guard_with(adjust: impl FnOnce(&mut Config)) -> Guard {
+    let (url, _stub) = common::stub::start(Duration::ZERO).await;
+    let mut config = common::config_for(&url);
+    config.limits.tls_handshake = Duration::from_secs(1);
+    config.limits.header = Duration::from_secs(1);
+    config.limits.body = Duration::from_secs(1);
+    config.limits.idle = Duration::from_secs(1);
+    adjust(&mut config);
+    start_with(config).await
+}
+
+fn addr(guard: &Guard) -> String {
+    guard.base.trim_start_matches("http://").to_owned()
+}
+
+/// Reads until the server closes (EOF or reset); returns what it sent before.
+async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let read_all = async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(GENEROUS, read_all)
+        .await
+        .expect("the sidecar closed the stalled connection");
+    seen
+}
+
+async fn stalled_after(guard: &Guard, bytes: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr(guard)).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    until_closed(&mut stream).await
+}
+
+#[tokio::test]
+async fn a_client_that_stalls_at_any_stage_is_closed() {
+    let guard = guard_with(|_| {}).await;
+    // Nothing at all: the HTTP/1-or-2 detection is under the header timeout.
+    assert!(stalled_after(&guard, b"").await.is_empty());
+    // Half the HTTP/2 preface: still detecting.
+    assert!(
+        stalled_after(&guard, b"PRI * HTTP/2.0\r\n")
+            .await
+            .is_empty()
+    );
+    // A full HTTP/2 preface and then silence: no stream is ever opened.
+    stalled_after(&guard, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
+    // Half an HTTP/1 request head.
+    assert!(
+        stalled_after(&guard, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .is_empty()
+    );
+    // A complete request, then an idle keep-alive connection.
+    let answer = stalled_after(
+        &guard,
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    // A body that never arrives: 408, then the connection closes.
+    let answer = stalled_after(
+        &guard,
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer slow-body\r\n\
+          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+          Content-Length: 100\r\n\r\n{\"jsonrpc\":",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("BodyTimeout"), "{text}");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed() {
+    let guard = guard_with(|_| {}).await;
+    let stream = TcpStream::connect(addr(&guard)).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    let connection = tokio::spawn(connection);
+    let request = http::Request::get(format!("{}/healthz", guard.base))
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    drop(response);
+    // The client keeps its side open; the sidecar ends the idle connection.
+    tokio::time::timeout(GENEROUS, connection)
+        .await
+        .expect("the sidecar closed the idle HTTP/2 connection")
+        .unwrap()
+        .ok();
+    drop(sender);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn a_stalled_tls_handshake_is_closed() {
+    let pki = common::tls::pki("conn-limits");
+    let guard = guard_with(|c| {
+        c.tls_accept = TlsAccept::Cert;
+        c.tls_cert_file = Some(pki.cert_file.clone());
+        c.tls_key_file = Some(pki.key_file.clone());
+    })
+    .await;
+    assert!(stalled_after(&guard, b"").await.is_empty());
+    // Half a ClientHello record header.
+    assert!(stalled_after(&guard, &[0x16, 0x03, 0x01]).await.is_empty());
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn connections_beyond_max_connections_are_refused() {
+    let guard = guard_with(|c| {
+        c.limits.max_connections = 2;
+        // Long enough that the two holders keep their slots while the third knocks.
+        c.limits.header = Duration::from_secs(30);
+    })
+    .await;
+    let first = TcpStream::connect(addr(&guard)).await.unwrap();
+    let second = TcpStream::connect(addr(&guard)).await.unwrap();
+    // The two above were accepted once a third one is refused: wait for that refusal.
+    let app = guard.app().clone();
+    let mut third_closed_at_once = false;
+    for _ in 0..200 {
+        let mut third = TcpStream::connect(addr(&guard)).await.unwrap();
+        let _ = third
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await;
+        let answer = until_closed(&mut third).await;
+        if answer.is_empty() {
+            third_closed_at_once = true;
+            break;
+        }
+    }
+    assert!(third_closed_at_once, "a third connection was served");
+    assert!(
+        app.refused_connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 1
+    );
+    // Freed slots serve again.
+    drop(first);
+    drop(second);
+    let http = reqwest::Client::new();
+    let mut served = false;
+    for _ in 0..200 {
+        if let Ok(r) = http.get(format!("{}/healthz", guard.base)).send().await
+            && r.status() == 200
+        {
+            served = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(served, "the sidecar serves again once slots are free");
+    guard.stop().await;
+}

@@ -1,0 +1,123 @@
+//! Issue 12, sessions (stateful mode): a session belongs to the token that created it
+//! (another token holder who learns its id can neither use nor delete it), sessions are
+//! capped by `MaxSessions`, and idle ones end after `SessionIdleTimeout`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, Response};
+use serde_json::json;
+use zabbix_mcp_guard::config::SessionMode;
+
+const GENEROUS: Duration = Duration::from_secs(60);
+
+fn initialize() -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "sessions-test", "version": "1"}}})
+}
+
+async fn post(
+    http: &Client,
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    body: &serde_json::Value,
+) -> Response {
+    let mut request = http
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(body);
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    request.send().await.unwrap()
+}
+
+async fn delete(http: &Client, url: &str, token: &str, session: &str) -> Response {
+    http.delete(url)
+        .bearer_auth(token)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap()
+}
+
+fn session_of(response: &Response) -> String {
+    response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a new session id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn sessions_are_bound_to_their_token_capped_and_idle_expired() {
+    let (zabbix, _stub) = common::stub::start(Duration::ZERO).await;
+    let mut config = common::config_for(&zabbix);
+    config.session_mode = SessionMode::Stateful;
+    config.limits.max_sessions = 1;
+    config.limits.session_idle = Duration::from_secs(2);
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let url = guard.url.as_str();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+
+    let created = post(&http, url, "token-a", None, &initialize()).await;
+    assert_eq!(created.status(), 200);
+    let session = session_of(&created);
+    drop(created);
+
+    // Another token holder with the id: not found, for use and for delete.
+    let foreign = post(&http, url, "token-b", Some(&session), &initialized).await;
+    assert_eq!(foreign.status(), 404);
+    assert_eq!(delete(&http, url, "token-b", &session).await.status(), 404);
+    // The owner still uses it.
+    let own = post(&http, url, "token-a", Some(&session), &initialized).await;
+    assert_eq!(own.status(), 202, "{:?}", own.text().await);
+
+    // MaxSessions=1: a second session is refused while the first lives.
+    let refused = post(&http, url, "token-b", None, &initialize()).await;
+    assert_eq!(refused.status(), 503);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "too_many_sessions");
+
+    // The owner ends it; a new session can then be made.
+    assert!(
+        delete(&http, url, "token-a", &session)
+            .await
+            .status()
+            .is_success()
+    );
+    let second = post(&http, url, "token-b", None, &initialize()).await;
+    assert_eq!(second.status(), 200);
+    let second = session_of(&second);
+
+    // SessionIdleTimeout: left alone, the session ends (its id is then unknown). A probe is
+    // traffic too, so probes are spaced wider than the idle limit.
+    let deadline = Instant::now() + GENEROUS;
+    loop {
+        let probe = http
+            .get(url)
+            .bearer_auth("token-b")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &second)
+            .header("mcp-protocol-version", "2025-11-25")
+            .timeout(Duration::from_millis(200))
+            .send()
+            .await;
+        if let Ok(r) = probe
+            && r.status() == 404
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the idle session never ended");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    guard.stop().await;
+}
