@@ -19,26 +19,32 @@ fn main() -> ExitCode {
     match cli.action() {
         Command::Policy { command } => policy(command, cli.params.policy_dir.as_deref()),
         Command::Stdio => stdio(&cli),
-        Command::Serve => {
-            let config = match Config::load(&cli.sources()) {
-                Ok(config) => config,
-                Err(error) => {
-                    eprintln!("zabbix-mcp-guard: configuration error: {error}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            if cli.test_config {
-                print!("{}", config.render_effective());
-                println!("configuration OK");
-                return ExitCode::SUCCESS;
-            }
-            match serve(config) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("zabbix-mcp-guard: {error:#}");
-                    ExitCode::FAILURE
-                }
-            }
+        Command::Serve => match load(cli.sources()) {
+            Some(config) => run(config, cli.test_config, serve),
+            None => ExitCode::FAILURE,
+        },
+    }
+}
+
+/// The configuration, or `None` after printing why it is not valid.
+fn load(sources: zabbix_mcp_guard::config::Sources) -> Option<Config> {
+    Config::load(&sources)
+        .map_err(|error| eprintln!("zabbix-mcp-guard: configuration error: {error}"))
+        .ok()
+}
+
+/// `-T` prints the effective configuration; otherwise `start` runs until shutdown.
+fn run(config: Config, test_config: bool, start: fn(Config) -> anyhow::Result<()>) -> ExitCode {
+    if test_config {
+        print!("{}", config.render_effective());
+        println!("configuration OK");
+        return ExitCode::SUCCESS;
+    }
+    match start(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("zabbix-mcp-guard: {error:#}");
+            ExitCode::FAILURE
         }
     }
 }
@@ -130,12 +136,8 @@ fn stdio(cli: &cli::Cli) -> ExitCode {
         .env
         .entry("ZABBIX_MCP_GUARD_ALLOWED_IP".to_owned())
         .or_insert_with(|| "127.0.0.1".to_owned());
-    let mut config = match Config::load(&sources) {
-        Ok(config) => config,
-        Err(error) => {
-            eprintln!("zabbix-mcp-guard: configuration error: {error}");
-            return ExitCode::FAILURE;
-        }
+    let Some(mut config) = load(sources) else {
+        return ExitCode::FAILURE;
     };
     if config.decision_log == DecisionLogSink::Stdout {
         config.decision_log = DecisionLogSink::File(PathBuf::from("/dev/stderr"));
@@ -144,18 +146,7 @@ fn stdio(cli: &cli::Cli) -> ExitCode {
     }
     // One client for the life of the process: its initialize describes it.
     config.session_mode = SessionMode::Stateful;
-    if cli.test_config {
-        print!("{}", config.render_effective());
-        println!("configuration OK");
-        return ExitCode::SUCCESS;
-    }
-    match run_stdio(config) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("zabbix-mcp-guard: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run(config, cli.test_config, run_stdio)
 }
 
 fn run_stdio(config: Config) -> anyhow::Result<()> {

@@ -41,12 +41,7 @@ fn config(lab: &Lab, dir: &Path) -> (zabbix_mcp_guard::config::Config, PathBuf) 
 }
 
 fn log_lines(path: &Path) -> Vec<Value> {
-    zabbix_mcp_guard::policy::flush_decision_logs();
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every decision log line is JSON"))
-        .collect()
+    common::decision_log_lines(path)
 }
 
 fn list_lines(lines: &[Value]) -> Vec<&Value> {

@@ -43,13 +43,7 @@ fn config(lab: &Lab, dir: &Path) -> (Config, PathBuf) {
 }
 
 fn log_lines(path: &Path) -> Vec<Value> {
-    // Lines are written by the log's writer thread: wait until what is queued is written.
-    zabbix_mcp_guard::policy::flush_decision_logs();
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every decision log line is JSON"))
-        .collect()
+    common::decision_log_lines(path)
 }
 
 async fn tool_names(client: &common::Client) -> Vec<String> {

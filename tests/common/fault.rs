@@ -1,6 +1,7 @@
 //! A scriptable stub Zabbix for the faults a real one cannot produce on demand. It answers
-//! the identity and version calls normally, and every other call with the scripted
-//! [`Fault`]; it counts the requests per method, each read in full before the fault.
+//! the identity, version and target-resolution calls normally, and every other call with
+//! the scripted [`Fault`]; it counts the requests per method, each read in full before the
+//! fault.
 //! Every answer closes its connection, so no pooled connection outlives a fault.
 
 use std::collections::HashMap;
@@ -98,6 +99,20 @@ async fn serve(mut stream: TcpStream, stub: FaultStub) {
             Some(json!({"userid": "1", "username": "Admin", "type": 3, "roleid": "3"}))
         }
         "usergroup.get" => Some(json!([{"name": "Zabbix administrators"}])),
+        // What a write touches is resolved before it is decided: these answer, so that
+        // the fault meets the write itself.
+        "event.get" => Some(Value::Array(
+            request["params"]["eventids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|id| json!({"eventid": id, "hosts": [{"hostid": "1"}]}))
+                .collect(),
+        )),
+        "host.get" if request["params"]["hostids"].is_array() => Some(json!([
+            {"hostid": "1", "host": "stub-host",
+             "hostgroups": [{"groupid": "2", "name": "Linux servers"}]}
+        ])),
         _ => None,
     };
     let data_call = identity.is_none();

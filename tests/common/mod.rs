@@ -279,3 +279,11 @@ pub fn decision_log_text(path: &std::path::Path) -> String {
     zabbix_mcp_guard::policy::flush_decision_logs();
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+/// The decision log's lines as JSON, once every queued line is written.
+pub fn decision_log_lines(path: &std::path::Path) -> Vec<Value> {
+    decision_log_text(path)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every decision log line is JSON"))
+        .collect()
+}
