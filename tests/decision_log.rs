@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Lab, config_for, start_with, temp_path};
 use rmcp::ServiceExt;
@@ -227,14 +227,13 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
         .env_remove("RUST_LOG")
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("listening")
-    {
-        assert!(Instant::now() < deadline, "the sidecar did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::eventually("the sidecar to start", Duration::from_secs(20), || {
+        let started = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening");
+        async move { started.then_some(()) }
+    })
+    .await;
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{port}/mcp"))
             .auth_header(lab.token.clone()),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use zabbix_mcp_guard::config::{ApprovalPageConfig, DecisionLogSink, Secret, SessionMode};
@@ -124,21 +124,7 @@ pub fn event_names(log: &Path, decision_id: &str) -> Vec<String> {
         .collect()
 }
 
-/// Polls `check` until it returns `Some`, for at most `limit`.
-pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+pub use crate::common::eventually;
 
 // ---------------------------------------------------------------------------------------
 // The page over plain HTTP, with its cookies.

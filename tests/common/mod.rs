@@ -287,3 +287,23 @@ pub fn decision_log_lines(path: &std::path::Path) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).expect("every decision log line is JSON"))
         .collect()
 }
+
+/// Polls `check` until it returns `Some`, for at most `limit`: how tests wait for a
+/// condition (never a fixed sleep).
+pub async fn eventually<T, F, Fut>(what: &str, limit: std::time::Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
