@@ -7,7 +7,7 @@ mod common;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -79,12 +79,8 @@ impl ConfigMapVolume {
     }
 }
 
-async fn wait_for<F: AsyncFnMut() -> bool>(mut done: F) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done().await {
-        assert!(Instant::now() < deadline, "condition not reached in time");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn wait_for<F: AsyncFnMut() -> bool>(done: F) {
+    common::wait_until("the condition", Duration::from_secs(20), done).await;
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Lab, config_for, read, seed_id, start_with, temp_path, tool_error};
 use rmcp::model::ReadResourceRequestParams;
@@ -236,12 +236,8 @@ decision := {"allow": false, "reasons": ["host_get is switched off"]} if {
 } else := {"allow": true, "reasons": []}
 "#;
 
-async fn wait_for<F: AsyncFnMut() -> bool>(mut done: F) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !done().await {
-        assert!(Instant::now() < deadline, "condition not reached in time");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn wait_for<F: AsyncFnMut() -> bool>(done: F) {
+    common::wait_until("the condition", Duration::from_secs(15), done).await;
 }
 
 #[tokio::test]

@@ -307,3 +307,19 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// `eventually` for a yes/no condition that needs `&mut` state of its own.
+pub async fn wait_until<F: AsyncFnMut() -> bool>(
+    what: &str,
+    limit: std::time::Duration,
+    mut done: F,
+) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
