@@ -119,7 +119,8 @@ pub fn decide(
     record(app, def, decision, &input)
 }
 
-/// Decides a tool call on the arguments that will be sent. A write's targets are resolved
+/// Decides a tool call on the arguments that will be sent, and returns the input it was
+/// decided on (a page approval keeps it for the `approve` phase). A write's targets are resolved
 /// first (`input.targets`); one that cannot be resolved denies without asking the policy.
 /// Defaults the catalog filled in are fitted to the decision's limits (a default `limit`
 /// above `max_limit`, a default history window wider than allowed); if that changed them,
@@ -130,7 +131,7 @@ pub async fn decide_call(
     call: &Call<'_>,
     arguments: &mut Arguments,
     now: i64,
-) -> Decision {
+) -> (Decision, PolicyInput) {
     let Call {
         def,
         subject,
@@ -150,7 +151,10 @@ pub async fn decide_call(
             Err(error) => {
                 tracing::info!(gen_ai.tool.name = def.name, error = %error, "targets not resolved");
                 let input = input(subject, Phase::Call, def, exposed_name, arguments.0.clone());
-                return record(app, def, Decision::deny(error.to_string()), &input);
+                return (
+                    record(app, def, Decision::deny(error.to_string()), &input),
+                    input,
+                );
             }
         },
     };
@@ -166,7 +170,7 @@ pub async fn decide_call(
         } else {
             first
         };
-    record(app, def, decision, &input)
+    (record(app, def, decision, &input), input)
 }
 
 /// Whether the `list` phase offers this tool to the caller. A tool it hides does not exist

@@ -25,7 +25,6 @@ use crate::mcp::approval::{ApprovalError, sha256_hex};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::write::{WriteCall, Written};
-use crate::policy::{Phase, PolicyInput};
 use crate::store::{ApprovalRecord, DecidedBy, From, Status, Store, unix_now};
 use crate::zabbix::{Payload, ZabbixError};
 
@@ -56,7 +55,7 @@ pub(crate) async fn call(
     let fresh = ApprovalRecord {
         id: uuid::Uuid::new_v4().simple().to_string(),
         decision_id: decision_id.to_owned(),
-        input: call_input(call),
+        input: call.input.clone(),
         body: String::from_utf8_lossy(&body).into_owned(),
         sha256: sha256.clone(),
         approvers,
@@ -199,20 +198,6 @@ fn stable_body(call: &WriteCall<'_>, params: &Value) -> Result<Vec<u8>, ToolErro
             "cannot serialize request: {e}"
         )))
     })
-}
-
-/// The `call`-phase input of this call, kept with the approval for the `approve` phase.
-fn call_input(call: &WriteCall<'_>) -> PolicyInput {
-    let tool = crate::mcp::gate::tool_info(call.def, &call.request.name);
-    let mut input = PolicyInput::new(
-        Phase::Call,
-        tool,
-        call.subject.caller.clone(),
-        call.subject.client.clone(),
-        call.subject.zabbix.clone(),
-    );
-    input.arguments = call.arguments.0.clone();
-    input
 }
 
 /// `2026-12-01T15:04:05Z` for Unix seconds.

@@ -116,7 +116,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Ok(arguments) => arguments,
         Err(error) => return failed(ToolError::from(error), None).into(),
     };
-    let decision = gate::decide_call(app, &call, &mut arguments, now).await;
+    let (decision, input) = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
     crate::server::hangup::decided(call.context, id);
     if !decision.allow {
@@ -142,6 +142,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             def,
             arguments: &arguments,
             decision: &decision,
+            input: &input,
             version,
         };
         write::call(app, write).await.map(|written| {

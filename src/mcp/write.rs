@@ -11,7 +11,7 @@ use crate::mcp::approval::{self, Answer, ApprovalError, Route};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::page_approval;
-use crate::policy::Decision;
+use crate::policy::{Decision, PolicyInput};
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
 /// Everything one write call needs besides the app.
@@ -23,6 +23,8 @@ pub struct WriteCall<'a> {
     pub def: &'static ToolDef,
     pub arguments: &'a Arguments,
     pub decision: &'a Decision,
+    /// The `call` input the decision was made on (targets included).
+    pub input: &'a PolicyInput,
     pub version: ZabbixVersion,
 }
 

@@ -165,6 +165,19 @@ async fn approved_in_a_browser(lab: &common::Lab) {
         .unwrap();
     assert_eq!(approved["data"]["approver"]["username"], "Admin");
     assert_eq!(approved["data"]["approve_decision"]["allow"], true);
+    // The approve phase decides on the pending call's own input: its targets included.
+    let approve = common::decision_log_lines(&car.log)
+        .into_iter()
+        .rfind(|l| l["input"]["phase"] == "approve" && l["input"]["tool"]["name"] == TOOL)
+        .expect("the approve-phase decision is logged");
+    assert_eq!(
+        approve["input"]["targets"]["hosts"][0]["host"], HOST,
+        "{approve}"
+    );
+    assert_eq!(
+        approve["input"]["approver"]["username"], "Admin",
+        "{approve}"
+    );
     car.guard.stop().await;
 }
 
