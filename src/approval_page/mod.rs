@@ -28,9 +28,6 @@ use crate::server::guard;
 
 use session::Sessions;
 
-/// A client must send its request headers within this time.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// State of the page shared by its connections.
 pub(crate) struct Page {
     app: Arc<App>,
@@ -111,6 +108,8 @@ fn spawn_connection(
     page: Arc<Page>,
     tls: Option<TlsAcceptor>,
 ) {
+    let limits = &page.app.config.limits;
+    let (handshake, header) = (limits.tls_handshake, limits.header);
     let service = service_fn(move |request| {
         let page = page.clone();
         async move { Ok::<_, std::convert::Infallible>(routes::handle(&page, request, peer).await) }
@@ -119,7 +118,7 @@ fn spawn_connection(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(header);
     tokio::spawn(async move {
         let result = match tls {
             None => {
@@ -127,7 +126,10 @@ fn spawn_connection(
                     .serve_connection(TokioIo::new(stream), service)
                     .await
             }
-            Some(acceptor) => match acceptor.accept(stream).await {
+            Some(acceptor) => match tokio::time::timeout(handshake, acceptor.accept(stream))
+                .await
+                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+            {
                 Ok(tls_stream) => {
                     builder
                         .serve_connection(TokioIo::new(tls_stream), service)
