@@ -124,12 +124,15 @@ async fn approved_in_a_browser(lab: &common::Lab) {
         .await
         .unwrap();
     assert!(caller.contains("mcp-operator"), "{caller}");
+    // The README's screenshot: `APPROVAL_SCREENSHOT=docs/approval-page.png cargo test --test
+    // approval_page` refreshes it; otherwise it goes to a temporary file (tests never
+    // change the checkout).
     let png = b.screenshot().await.unwrap();
-    std::fs::write(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/approval-page.png"),
-        png,
-    )
-    .unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let shot = std::env::var_os("APPROVAL_SCREENSHOT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| common::temp_path("approval-page.png"));
+    std::fs::write(shot, png).unwrap();
     b.find(Locator::Id("approve"))
         .await
         .unwrap()
