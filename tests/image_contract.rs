@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
@@ -147,22 +147,24 @@ impl Drop for Running {
 /// Polls `/readyz` until it answers 200 (the policy is loaded and Zabbix answers).
 async fn wait_ready(base: &str, child: &mut Child) -> Value {
     let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the sidecar exited: {status}");
-        }
-        if let Ok(response) = http.get(format!("{base}/readyz")).send().await
-            && response.status() == 200
-        {
-            return response.json().await.unwrap();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the sidecar did not become ready"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let url = format!("{base}/readyz");
+    common::eventually(
+        "the sidecar to become ready",
+        Duration::from_secs(30),
+        || {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the sidecar exited: {status}");
+            }
+            let probe = http.get(&url).send();
+            async move {
+                match probe.await {
+                    Ok(response) if response.status() == 200 => response.json().await.ok(),
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test]
