@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn free_port() -> u16 {
     // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it.
@@ -40,15 +40,12 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
         .env_remove("RUST_LOG")
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !(pid.exists()
-        && std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("listening"))
-    {
-        assert!(Instant::now() < deadline, "the sidecar did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
+        pid.exists()
+            && std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("listening")
+    });
     let written: u32 = std::fs::read_to_string(&pid)
         .unwrap()
         .trim()
@@ -61,14 +58,15 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
         .status()
         .unwrap();
     assert!(hup.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("SIGHUP: reloading policies")
-    {
-        assert!(Instant::now() < deadline, "no reload logged after SIGHUP");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_until_blocking(
+        "a reload logged after SIGHUP",
+        Duration::from_secs(10),
+        || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("SIGHUP: reloading policies")
+        },
+    );
     let kill = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -74,8 +74,8 @@ impl Sidecar {
     }
 
     fn wait_for(&mut self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.text().contains(needle) {
+        let what = format!("{needle:?} in the log");
+        common::wait_until_blocking(&what, Duration::from_secs(30), || {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let stderr = std::fs::read_to_string(self.log.with_file_name("stderr.log"));
                 panic!(
@@ -84,13 +84,8 @@ impl Sidecar {
                     stderr.unwrap_or_default()
                 );
             }
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} in\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            self.text().contains(needle)
+        });
     }
 
     /// SIGTERM, wait, and the whole log.

@@ -53,16 +53,7 @@ pub async fn start(
     let mut addrs = Vec::new();
     for ip in &config.listen_ip {
         let addr = SocketAddr::new(*ip, config.listen_port);
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServerError::Bind { addr, source })?;
-        let local = listener.local_addr().unwrap_or(addr);
-        tracing::info!(
-            target: crate::telemetry::LIFECYCLE_TARGET,
-            address = %local,
-            tls = tls.is_some(),
-            "approval page listening"
-        );
+        let (listener, local) = crate::server::bind(addr, "approval_page", tls.is_some()).await?;
         addrs.push(local);
         tasks.spawn(accept_loop(
             listener,

@@ -85,16 +85,7 @@ impl Server {
         let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
         for ip in &app.config.listen_ip {
             let addr = SocketAddr::new(*ip, app.config.listen_port);
-            let listener = TcpListener::bind(addr)
-                .await
-                .map_err(|source| ServerError::Bind { addr, source })?;
-            let local = listener.local_addr().unwrap_or(addr);
-            tracing::info!(
-                target: crate::telemetry::LIFECYCLE_TARGET,
-                address = %local,
-                tls = tls.is_some(),
-                "listening"
-            );
+            let (listener, local) = bind(addr, "mcp", tls.is_some()).await?;
             addrs.push(local);
             let ctx = ConnContext {
                 app: app.clone(),
@@ -205,6 +196,26 @@ impl Drop for Router {
     fn drop(&mut self) {
         self.readiness_task.abort();
     }
+}
+
+/// Binds one listen address and logs it; `listener` names which (`mcp`, `approval_page`).
+pub(crate) async fn bind(
+    addr: SocketAddr,
+    listener: &'static str,
+    tls: bool,
+) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let bound = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    let local = bound.local_addr().unwrap_or(addr);
+    tracing::info!(
+        target: crate::telemetry::LIFECYCLE_TARGET,
+        address = %local,
+        listener,
+        tls,
+        "listening"
+    );
+    Ok((bound, local))
 }
 
 fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness) -> McpEndpoint {

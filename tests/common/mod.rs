@@ -323,3 +323,15 @@ pub async fn wait_until<F: AsyncFnMut() -> bool>(
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// `wait_until` for tests without a runtime (a spawned binary watched from a plain thread).
+pub fn wait_until_blocking(what: &str, limit: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
