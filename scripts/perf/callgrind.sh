@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Instructions the sidecar executes per MCP call against an instant stub Zabbix, counted by
+# valgrind's callgrind: a figure that does not depend on machine load.
+#
+# The released binary runs under callgrind twice, with the default policy set and a decision
+# log file, behind scripts/perf/stub_zabbix.py: once for N calls, once for N+K calls (one
+# keep-alive connection, scripts/perf/mcp_calls.py). (total(N+K) - total(N)) / K is the cost
+# of one call, start-up, warm-up and shutdown excluded.
+#
+#   scripts/perf/callgrind.sh                # tools/call host_get {"search":"mcp-","limit":10}
+#   CALL=list scripts/perf/callgrind.sh      # tools/list
+#   N=20 K=100 BIN=target/release/zabbix-mcp-guard KEEP=/tmp/cg scripts/perf/callgrind.sh
+#
+# KEEP=DIR keeps the callgrind.out files there (callgrind_annotate DIR/callgrind.out.N+K).
+# Needs valgrind and python3; build first: cargo build --release.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
+N=${N:-20}
+K=${K:-100}
+CALL=${CALL:-host_get}
+TOKEN=callgrind-bench-token-0123456789abcdef
+[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+work=$(mktemp -d)
+stub_pid=
+cleanup() {
+    [ -n "$stub_pid" ] && kill "$stub_pid" 2>/dev/null || true
+    if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/callgrind.out.* "$KEEP"/ 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+python3 scripts/perf/stub_zabbix.py --port-file "$work/stub.port" 2>/dev/null &
+stub_pid=$!
+for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
+stub_port=$(cat "$work/stub.port")
+
+# A free port in ListenPort's range (1024-32767).
+free_port() {
+    python3 -c '
+import random, socket
+for _ in range(100):
+    port = random.randint(20000, 32767)
+    try:
+        socket.socket().bind(("127.0.0.1", port))
+        print(port)
+        break
+    except OSError:
+        pass'
+}
+client_args=()
+[ "$CALL" = list ] && client_args=(--list)
+
+# Runs the sidecar under callgrind for $1 calls; prints the instructions of the whole run.
+run() {
+    local calls=$1 port out pid
+    port=$(free_port)
+    out="$work/callgrind.out.$calls"
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" \
+        --frontend-url "http://127.0.0.1:$stub_port/api_jsonrpc.php" \
+        --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$port" --policy-dir policies \
+        --decision-log "$work/decisions.$calls.log" --debug-level 3 \
+        >"$work/sidecar.$calls.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do
+        python3 - "$port" <<'PY' 2>/dev/null && break
+import sys, urllib.request
+urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=5)
+PY
+        kill -0 "$pid" 2>/dev/null || { cat "$work/sidecar.$calls.log" >&2; exit 1; }
+        sleep 0.5
+    done
+    python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" "$calls" "${client_args[@]}"
+    kill -TERM "$pid"
+    wait "$pid" || true
+    awk '/^(summary|totals):/ {print $2; exit}' "$out"
+}
+
+small=$(run "$N")
+large=$(run "$((N + K))")
+per_call=$(( (large - small) / K ))
+echo "callgrind: $CALL against the stub: $small instructions for $N calls, $large for $((N + K)) calls"
+echo "instructions per call: $per_call"

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Makes N sequential MCP calls to the sidecar on one keep-alive connection and checks each
+answer (stateless streamable HTTP, JSON responses). Used by callgrind.sh.
+
+  mcp_calls.py HOST:PORT TOKEN N [--list] [--args '{"search":"mcp-","limit":10}']
+"""
+import argparse
+import http.client
+import json
+import sys
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("address")
+    parser.add_argument("token")
+    parser.add_argument("n", type=int)
+    parser.add_argument("--list", action="store_true", help="tools/list instead of host_get")
+    parser.add_argument("--args", default='{"search":"mcp-","limit":10}')
+    args = parser.parse_args()
+    if args.list:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        expect = b'"tools"'
+    else:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "host_get", "arguments": json.loads(args.args)}}
+        expect = b'"structuredContent"'
+    body = json.dumps(request).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+        "Authorization": f"Bearer {args.token}",
+    }
+    host, port = args.address.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=600)
+    for i in range(args.n):
+        connection.request("POST", "/mcp", body, headers)
+        response = connection.getresponse()
+        answer = response.read()
+        if response.status != 200 or expect not in answer or b'"isError":true' in answer:
+            print(f"call {i} failed: {response.status} {answer[:300]!r}", file=sys.stderr)
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""An instant stub Zabbix API for the performance scripts (HTTP/1.1, keep-alive).
+
+Answers apiinfo.version (7.0.22), user.checkAuthentication, usergroup.get and host.get
+(HOSTS hosts shaped as 7.0 returns them, the same as benches/proxy/stub.rs) at once.
+
+With --forward URL it is a recording proxy instead: every request goes to URL unchanged,
+and the first host.get body is written to --record FILE (used by wrk.sh to post the exact
+host.get the sidecar sends straight to Zabbix). --port-file receives the bound port.
+"""
+import argparse
+import http.server
+import json
+import socketserver
+import sys
+import urllib.request
+
+
+def hosts(n):
+    return [
+        {
+            "hostid": str(10100 + i),
+            "host": f"mcp-stub-{i:02}",
+            "name": f"MCP Stub {i:02}",
+            "status": "0",
+            "description": "",
+            "maintenance_status": "0",
+            "flags": "0",
+            "hostgroups": [{"groupid": "2", "name": "Linux servers"}],
+            "tags": [{"tag": "env", "value": "bench"}],
+            "parentTemplates": [{"templateid": "10001", "name": "Linux by Zabbix agent"}],
+            "triggers": [],
+        }
+        for i in range(1, n + 1)
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file")
+    parser.add_argument("--hosts", type=int, default=10)
+    parser.add_argument("--forward")
+    parser.add_argument("--record")
+    args = parser.parse_args()
+    results = {
+        "apiinfo.version": '"7.0.22"',
+        "user.checkAuthentication": '{"userid":"1","username":"Admin","type":3,"roleid":"3"}',
+        "usergroup.get": '[{"name":"Zabbix administrators"}]',
+        "host.get": json.dumps(hosts(args.hosts), separators=(",", ":")),
+    }
+    recorded = [False]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            try:
+                request = json.loads(body)
+            except ValueError:
+                request = {}
+            method = request.get("method", "?")
+            if method == "host.get" and args.record and not recorded[0]:
+                recorded[0] = True
+                with open(args.record, "wb") as f:
+                    f.write(body)
+            if args.forward:
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() in ("content-type", "authorization")}
+                forwarded = urllib.request.Request(args.forward, data=body, headers=headers)
+                with urllib.request.urlopen(forwarded) as answer:
+                    out = answer.read()
+            else:
+                result = results.get(method, "[]")
+                out = ('{"jsonrpc":"2.0","result":%s,"id":%s}'
+                       % (result, json.dumps(request.get("id")))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    server = Server(("127.0.0.1", args.port), Handler)
+    if args.port_file:
+        with open(args.port_file, "w") as f:
+            f.write(str(server.server_address[1]))
+    print(f"stub on 127.0.0.1:{server.server_address[1]}", file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The released sidecar against the real Zabbix 7.0 lab, driven from outside by wrk, next to
+# the same host.get posted straight to Zabbix in the same run (see README "Performance").
+#
+# 1. A throw-away sidecar behind scripts/perf/stub_zabbix.py --forward records the exact
+#    host.get body the sidecar sends for tools/call host_get {"limit":100}.
+# 2. The measured sidecar (default policy set, decision log file) talks to Zabbix directly.
+#    Phases of DURATION seconds each: direct and sidecar at 1 connection, direct and
+#    sidecar at 16 connections, tools/list at 1 connection. The sidecar's CPU is read from
+#    /proc/<pid>/stat (utime+stime) around each sidecar phase and divided by its calls.
+#
+#   scripts/perf/wrk.sh                      # DURATION=10 ENV=/var/lib/zbx-test/zabbix7.env
+# Needs wrk and python3; build first: cargo build --release.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
+ENV=${ENV:-/var/lib/zbx-test/zabbix7.env}
+DURATION=${DURATION:-10}
+[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
+# shellcheck disable=SC1090
+. "$ENV"
+export TOKEN=$ZBX_TOKEN
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+# A free port in ListenPort's range (1024-32767).
+free_port() {
+    python3 -c '
+import random, socket
+for _ in range(100):
+    port = random.randint(20000, 32767)
+    try:
+        socket.socket().bind(("127.0.0.1", port))
+        print(port)
+        break
+    except OSError:
+        pass'
+}
+wait_ready() {
+    for _ in $(seq 300); do
+        python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$1/readyz', timeout=5)" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    echo "sidecar on port $1 not ready" >&2; exit 1
+}
+# Starts the sidecar in front of $1 on port $2; sets sidecar_pid.
+start_sidecar() {
+    "$BIN" --frontend-url "$1" --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$2" \
+        --policy-dir policies --decision-log "$work/decisions.log" --debug-level 3 \
+        >>"$work/sidecar.log" 2>&1 &
+    sidecar_pid=$!
+    pids+=("$sidecar_pid")
+    wait_ready "$2"
+}
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+# wrk_run KIND URL BODY CONNECTIONS: prints wrk's RESULT line.
+wrk_run() {
+    local threads=$(( $4 < 2 ? 1 : 2 ))
+    KIND=$1 BODY_FILE=$3 wrk -t"$threads" -c"$4" -d"${DURATION}s" --timeout 10s \
+        -s scripts/perf/wrk.lua "$2" | grep '^RESULT'
+}
+field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
+
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get","arguments":{"limit":100}}}' >"$work/call.json"
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' >"$work/list.json"
+
+# 1. Record the host.get the sidecar sends.
+proxy_port=$(free_port)
+python3 scripts/perf/stub_zabbix.py --port "$proxy_port" --forward "$ZBX_URL" --record "$work/host_get.json" 2>/dev/null &
+pids+=($!)
+port=$(free_port)
+start_sidecar "http://127.0.0.1:$proxy_port/api_jsonrpc.php" "$port"
+KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c1 -d1s -s scripts/perf/wrk.lua "http://127.0.0.1:$port/mcp" >/dev/null
+kill "$sidecar_pid"; wait "$sidecar_pid" 2>/dev/null || true
+[ -s "$work/host_get.json" ] || { echo "no host.get recorded" >&2; exit 1; }
+
+# 2. The measured sidecar, straight to Zabbix.
+port=$(free_port)
+start_sidecar "$ZBX_URL" "$port"
+sidecar="http://127.0.0.1:$port/mcp"
+tck=$(getconf CLK_TCK)
+echo "wrk against $ZBX_URL (Zabbix $ZBX_API_VERSION), ${DURATION}s per phase, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "host.get body: $(head -c 300 "$work/host_get.json")"
+# Warm-up: connections, caller cache, list decisions.
+KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c16 -d2s -s scripts/perf/wrk.lua "$sidecar" >/dev/null
+
+sidecar_phase() { # CONNECTIONS BODY [OK_MARKER]: RESULT line plus cpu_us per call
+    local before after result
+    before=$(cpu_ticks "$sidecar_pid")
+    result=$(OK_MARKER=${3:-'"structuredContent"'} wrk_run mcp "$sidecar" "$2" "$1")
+    after=$(cpu_ticks "$sidecar_pid")
+    local requests; requests=$(field "$result" requests)
+    echo "$result cpu_us_per_call=$(awk -v t=$((after - before)) -v r="$requests" -v h="$tck" 'BEGIN { printf "%.0f", t / h * 1e6 / r }')"
+}
+d1=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 1)
+s1=$(sidecar_phase 1 "$work/call.json")
+d16=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 16)
+s16=$(sidecar_phase 16 "$work/call.json")
+l1=$(sidecar_phase 1 "$work/list.json" '"tools"')
+echo "direct  host.get  c=1:  $d1"
+echo "sidecar host_get  c=1:  $s1"
+echo "direct  host.get  c=16: $d16"
+echo "sidecar host_get  c=16: $s16"
+echo "sidecar tools/list c=1: $l1"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+echo
+echo "host_get p50 / host.get p50 at 1 connection: $(ratio "$(field "$s1" p50_us)" "$(field "$d1" p50_us)")"
+echo "host_get calls/s / host.get calls/s at 16 connections: $(ratio "$(field "$s16" rps)" "$(field "$d16" rps)")"
+echo "sidecar CPU per host_get {limit:100}: $(field "$s1" cpu_us_per_call) µs at 1 connection, $(field "$s16" cpu_us_per_call) µs at 16"
+echo "sidecar CPU per tools/list: $(field "$l1" cpu_us_per_call) µs"
