@@ -4,7 +4,7 @@
 //! Each record is serialized once; the same bytes make the text block and count toward
 //! the size limit, so the limit holds for exactly the JSON text the agent receives.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Which limit cut a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,11 +13,10 @@ pub enum TruncatedBy {
     Size,
 }
 
-/// A finished read-tool response: the JSON text and the same document as a value.
+/// A finished read-tool response: the JSON text the agent receives.
 #[derive(Debug)]
 pub struct Envelope {
     pub text: String,
-    pub value: Value,
     pub count: usize,
     pub truncated_by: Option<TruncatedBy>,
 }
@@ -26,6 +25,15 @@ pub struct Envelope {
 pub enum ResponseError {
     #[error("cannot serialize a result: {0}")]
     Serialize(#[from] serde_json::Error),
+    #[error("a serialized result is not UTF-8: {0}")]
+    NotUtf8(std::str::Utf8Error),
+}
+
+impl Envelope {
+    /// The same document as a value (for transports that serialize one).
+    pub fn value(&self) -> Result<Value, ResponseError> {
+        Ok(serde_json::from_str(&self.text)?)
+    }
 }
 
 impl TruncatedBy {
@@ -39,46 +47,43 @@ impl TruncatedBy {
 
 /// Builds the envelope from Zabbix's records (asked with `limit + 1`, so `records.len() >
 /// limit` means more exist).
-pub fn envelope(
-    records: Vec<Value>,
-    limit: u32,
-    max_size: usize,
-) -> Result<Envelope, ResponseError> {
+pub fn envelope(records: &[Value], limit: u32, max_size: usize) -> Result<Envelope, ResponseError> {
     let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
     let more_than_limit = records.len() > limit_len;
     // The envelope around the results, at its largest, counts toward the limit too.
     let shown = records.len().min(limit_len);
     let frame = frame_text(limit, shown, Some(TruncatedBy::Size), shown, max_size)?.len();
-    let mut body = String::with_capacity(max_size.min(1 << 20));
-    let mut kept = Vec::new();
+    // Records are written straight into the text; one that would cross the size limit is
+    // cut off again, so the limit is checked on exactly the bytes sent.
+    let mut text = Vec::with_capacity(max_size.min(1 << 20));
+    text.extend_from_slice(b"{\"results\":[");
+    let start = text.len();
+    let mut kept = 0usize;
     let mut truncated_by = None;
-    for record in records.into_iter().take(limit_len) {
-        let text = serde_json::to_string(&record)?;
-        let separator = usize::from(!kept.is_empty());
-        if frame + body.len() + separator + text.len() > max_size {
+    for record in records.iter().take(limit_len) {
+        let mark = text.len();
+        if kept > 0 {
+            text.push(b',');
+        }
+        serde_json::to_writer(&mut text, record)?;
+        if frame + text.len() - start > max_size {
+            text.truncate(mark);
             truncated_by = Some(TruncatedBy::Size);
             break;
         }
-        if separator == 1 {
-            body.push(',');
-        }
-        body.push_str(&text);
-        kept.push(record);
+        kept += 1;
     }
     if truncated_by.is_none() && more_than_limit {
         truncated_by = Some(TruncatedBy::Count);
     }
-    let count = kept.len();
+    let count = kept;
     let tail = frame_text(limit, count, truncated_by, count, max_size)?;
-    let text = format!("{{\"results\":[{body}]{tail}");
-    let mut value = Map::new();
-    value.insert("results".into(), Value::Array(kept));
-    if let Value::Object(rest) = serde_json::from_str::<Value>(&format!("{{{}", &tail[1..]))? {
-        value.extend(rest);
-    }
+    text.push(b']');
+    text.extend_from_slice(tail.as_bytes());
+    // serde_json writes UTF-8 only; checked anyway rather than assumed.
+    let text = String::from_utf8(text).map_err(|e| ResponseError::NotUtf8(e.utf8_error()))?;
     Ok(Envelope {
         text,
-        value: Value::Object(value),
         count,
         truncated_by,
     })
@@ -127,10 +132,10 @@ mod tests {
 
     #[test]
     fn not_truncated() {
-        let e = envelope(records(3, 1), 5, 65536).unwrap();
+        let e = envelope(&records(3, 1), 5, 65536).unwrap();
         assert_eq!(e.truncated_by, None);
         let v: Value = serde_json::from_str(&e.text).unwrap();
-        assert_eq!(v, e.value);
+        assert_eq!(v, e.value().unwrap());
         assert_eq!(v["count"], 3);
         assert_eq!(v["truncated"], false);
         assert_eq!(v["truncated_by"], Value::Null);
@@ -138,21 +143,26 @@ mod tests {
 
     #[test]
     fn truncated_by_count() {
-        let e = envelope(records(4, 1), 3, 65536).unwrap();
+        let e = envelope(&records(4, 1), 3, 65536).unwrap();
         assert_eq!(e.truncated_by, Some(TruncatedBy::Count));
-        assert_eq!(e.value["count"], 3);
-        assert_eq!(e.value["results"][2]["id"], "2");
-        assert!(e.value["note"].as_str().unwrap().contains("limit 3"));
+        assert_eq!(e.value().unwrap()["count"], 3);
+        assert_eq!(e.value().unwrap()["results"][2]["id"], "2");
+        assert!(
+            e.value().unwrap()["note"]
+                .as_str()
+                .unwrap()
+                .contains("limit 3")
+        );
     }
 
     #[test]
     fn truncated_by_size_between_results_only() {
         let max = 16 * 1024;
-        let e = envelope(records(100, 1000), 100, max).unwrap();
+        let e = envelope(&records(100, 1000), 100, max).unwrap();
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
         assert!(e.text.len() <= max, "{} > {max}", e.text.len());
         let v: Value = serde_json::from_str(&e.text).unwrap();
-        assert_eq!(v, e.value);
+        assert_eq!(v, e.value().unwrap());
         let n = e.count;
         assert!(n > 10 && n < 16, "{n}");
         // Whole records only, in order.
@@ -164,7 +174,7 @@ mod tests {
 
     #[test]
     fn first_record_too_big() {
-        let e = envelope(records(2, 20_000), 10, 16 * 1024).unwrap();
+        let e = envelope(&records(2, 20_000), 10, 16 * 1024).unwrap();
         assert_eq!(e.count, 0);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
     }

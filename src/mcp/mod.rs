@@ -7,6 +7,7 @@ pub mod gate;
 pub mod listing;
 pub mod page_approval;
 pub mod resources;
+pub mod splice;
 pub mod tools;
 pub mod write;
 

@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Outcome, Subject};
+use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::response;
 use crate::zabbix::{Caller, ZabbixVersion};
@@ -126,7 +127,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     let outcome = Outcome::new(&app.decisions, id);
     let result = if let Behaviour::Read(query) = &def.behaviour {
         match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
-            Ok(()) => call_read(app, call.caller, def, query, &arguments, version)
+            Ok(()) => call_read(app, &call, query, &arguments)
                 .await
                 .map(|(result, count)| {
                     (Written::Done(result), json!({"ok": true, "count": count}))
@@ -180,15 +181,19 @@ fn failed(error: ToolError, decision_id: Option<&str>) -> CallToolResult {
     error.into_result(decision_id)
 }
 
-/// Runs one read-tool call for `caller` with validated, limited arguments.
+/// Runs one read-tool call with validated, limited arguments.
 async fn call_read(
     app: &App,
-    caller: &Caller,
-    def: &'static ToolDef,
+    call: &Call<'_>,
     query: &Query,
     arguments: &Arguments,
-    version: ZabbixVersion,
 ) -> Result<(CallToolResult, usize), ToolError> {
+    let Call {
+        caller,
+        def,
+        version,
+        ..
+    } = *call;
     let request = params::read_params(def, query, arguments, version);
     let result = app
         .zabbix
@@ -202,7 +207,7 @@ async fn call_read(
     for record in &mut records {
         params::shape_record(record, query.selects, shape.id_field, resource, version);
     }
-    let envelope = response::envelope(records, arguments.limit(), app.config.max_response_size)?;
+    let envelope = response::envelope(&records, arguments.limit(), app.config.max_response_size)?;
     tracing::debug!(
         gen_ai.tool.name = def.name,
         count = envelope.count,
@@ -210,8 +215,14 @@ async fn call_read(
         "read tool answered"
     );
     let count = envelope.count;
+    // Over stateless HTTP the text is written as the structured content too (see
+    // `splice`); elsewhere rmcp serializes the same document from a value.
+    let structured = match Splice::of(call.context).and_then(|s| s.fill(envelope.text.clone())) {
+        Some(placeholder) => placeholder,
+        None => envelope.value()?,
+    };
     let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
-    result.structured_content = Some(envelope.value);
+    result.structured_content = Some(structured);
     Ok((result, count))
 }
 

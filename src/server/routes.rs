@@ -20,6 +20,7 @@ use tower_service::Service;
 use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors;
+use crate::mcp::splice::Splice;
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::ready::Readiness;
@@ -92,7 +93,13 @@ where
                         Err(response) => return response,
                     };
                     let response = match &mcp.sessions {
-                        None => mcp.call(request).await,
+                        None => {
+                            // Stateless answers are whole JSON bodies: reads splice their text in.
+                            let splice = Splice::default();
+                            let mut request = request;
+                            request.extensions_mut().insert(splice.clone());
+                            splice.apply(mcp.call(request).await).await
+                        }
                         Some(owners) => match owners.admit(request.headers(), &token_id).await {
                             Ok(Admission::Existing) => mcp.call(request).await,
                             Ok(Admission::New(_creating)) => {
