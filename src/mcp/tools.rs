@@ -8,7 +8,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::app::App;
 use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
@@ -16,8 +16,8 @@ use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Outcome, Subject};
 use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
-use crate::response;
-use crate::zabbix::{Caller, ZabbixVersion};
+use crate::response::{self, Record};
+use crate::zabbix::{Caller, ZabbixVersion, raw};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
 pub struct ToolList {
@@ -195,17 +195,18 @@ async fn call_read(
         ..
     } = *call;
     let request = params::read_params(def, query, arguments, version);
-    let result = app
+    let reply = app
         .zabbix
-        .call(def.method, &request, Some((&caller.token, version)))
+        .call_raw(def.method, &request, Some((&caller.token, version)))
         .await?;
-    let Value::Array(mut records) = result else {
+    let Some(elements) = raw::array(reply.result()) else {
         return Err(ToolError::NotAList { method: def.method });
     };
     let shape = params::shape(query, arguments);
     let resource = query.resource.as_ref().map(|r| r.kind);
+    let mut records: Vec<Record> = elements.into_iter().map(Record::parse).collect();
     for record in &mut records {
-        params::shape_record(record, query.selects, shape.id_field, resource, version);
+        record.shape(query.selects, shape.id_field, resource, version);
     }
     let envelope = response::envelope(&records, arguments.limit(), app.config.max_response_size)?;
     tracing::debug!(

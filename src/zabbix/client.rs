@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use crate::zabbix::caller::ApiToken;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
+use crate::zabbix::raw::{self, RawReply};
 use crate::zabbix::tls;
 use crate::zabbix::version::{TokenTransport, ZabbixVersion};
 
@@ -206,12 +207,54 @@ impl ZabbixClient {
         self.send(&payload, token).await
     }
 
+    /// Builds and sends one call and keeps its result as Zabbix's text (reads: no value
+    /// tree is built for the records).
+    pub async fn call_raw(
+        &self,
+        method: Method,
+        params: &Value,
+        token: Option<(&ApiToken, ZabbixVersion)>,
+    ) -> Result<RawReply, ZabbixError> {
+        let payload = self.payload(method, params)?;
+        let body = self.send_body(&payload, token).await?;
+        let members = raw::members(&body).map_err(|e| ZabbixError::BadResponse(e.to_string()))?;
+        match (members.result, members.error) {
+            (_, Some(error)) => {
+                Err(api_error(serde_json::from_str(error).map_err(|e| {
+                    ZabbixError::BadResponse(format!("not JSON-RPC: {e}"))
+                })?))
+            }
+            (Some(result), None) => Ok(RawReply::new(body, result)),
+            (None, None) => Err(ZabbixError::BadResponse(
+                "neither result nor error in the response".into(),
+            )),
+        }
+    }
+
     /// Sends a prepared payload with the caller's token (never retried here).
     pub async fn send(
         &self,
         payload: &Payload,
         token: Option<(&ApiToken, ZabbixVersion)>,
     ) -> Result<Value, ZabbixError> {
+        let body = self.send_body(payload, token).await?;
+        let parsed: RpcResponse = serde_json::from_slice(&body)
+            .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
+        match (parsed.result, parsed.error) {
+            (_, Some(error)) => Err(api_error(error)),
+            (Some(result), None) => Ok(result),
+            (None, None) => Err(ZabbixError::BadResponse(
+                "neither result nor error in the response".into(),
+            )),
+        }
+    }
+
+    /// Sends a prepared payload; the body of a successful HTTP answer.
+    async fn send_body(
+        &self,
+        payload: &Payload,
+        token: Option<(&ApiToken, ZabbixVersion)>,
+    ) -> Result<Bytes, ZabbixError> {
         let token = if payload.method.is_anonymous() {
             None
         } else {
@@ -259,7 +302,7 @@ async fn round_trip(
     http: &Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     request: http::Request<Full<Bytes>>,
     max_bytes: usize,
-) -> Result<Value, ZabbixError> {
+) -> Result<Bytes, ZabbixError> {
     let response = http
         .request(request)
         .await
@@ -279,18 +322,14 @@ async fn round_trip(
     if !status.is_success() {
         return Err(ZabbixError::HttpStatus(status.as_u16()));
     }
-    let parsed: RpcResponse = serde_json::from_slice(&body)
-        .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
-    match (parsed.result, parsed.error) {
-        (_, Some(error)) => Err(ZabbixError::Api {
-            code: error.code,
-            message: error.message,
-            data: error.data,
-        }),
-        (Some(result), None) => Ok(result),
-        (None, None) => Err(ZabbixError::BadResponse(
-            "neither result nor error in the response".into(),
-        )),
+    Ok(body)
+}
+
+fn api_error(error: RpcError) -> ZabbixError {
+    ZabbixError::Api {
+        code: error.code,
+        message: error.message,
+        data: error.data,
     }
 }
 

@@ -5,6 +5,7 @@ pub mod caller;
 pub mod client;
 pub mod error;
 pub mod method;
+pub mod raw;
 pub mod tls;
 pub mod version;
 

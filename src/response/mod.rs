@@ -4,7 +4,11 @@
 //! Each record is serialized once; the same bytes make the text block and count toward
 //! the size limit, so the limit holds for exactly the JSON text the agent receives.
 
+pub mod record;
+
 use serde_json::Value;
+
+pub use record::Record;
 
 /// Which limit cut a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +51,11 @@ impl TruncatedBy {
 
 /// Builds the envelope from Zabbix's records (asked with `limit + 1`, so `records.len() >
 /// limit` means more exist).
-pub fn envelope(records: &[Value], limit: u32, max_size: usize) -> Result<Envelope, ResponseError> {
+pub fn envelope(
+    records: &[Record<'_>],
+    limit: u32,
+    max_size: usize,
+) -> Result<Envelope, ResponseError> {
     let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
     let more_than_limit = records.len() > limit_len;
     // The envelope around the results, at its largest, counts toward the limit too.
@@ -65,7 +73,7 @@ pub fn envelope(records: &[Value], limit: u32, max_size: usize) -> Result<Envelo
         if kept > 0 {
             text.push(b',');
         }
-        serde_json::to_writer(&mut text, record)?;
+        record.write(&mut text);
         if frame + text.len() - start > max_size {
             text.truncate(mark);
             truncated_by = Some(TruncatedBy::Size);
@@ -121,18 +129,29 @@ fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{TruncatedBy, envelope};
+    use super::{Record, TruncatedBy, envelope};
+    use crate::zabbix::raw;
     use serde_json::{Value, json};
 
-    fn records(n: usize, pad: usize) -> Vec<Value> {
-        (0..n)
+    /// Zabbix's answer text for `n` records.
+    fn answer(n: usize, pad: usize) -> String {
+        let list: Vec<Value> = (0..n)
             .map(|i| json!({"id": i.to_string(), "pad": "x".repeat(pad)}))
+            .collect();
+        Value::Array(list).to_string()
+    }
+
+    fn records(answer: &str) -> Vec<Record<'_>> {
+        raw::array(answer)
+            .unwrap()
+            .into_iter()
+            .map(Record::parse)
             .collect()
     }
 
     #[test]
     fn not_truncated() {
-        let e = envelope(&records(3, 1), 5, 65536).unwrap();
+        let e = envelope(&records(&answer(3, 1)), 5, 65536).unwrap();
         assert_eq!(e.truncated_by, None);
         let v: Value = serde_json::from_str(&e.text).unwrap();
         assert_eq!(v, e.value().unwrap());
@@ -143,7 +162,7 @@ mod tests {
 
     #[test]
     fn truncated_by_count() {
-        let e = envelope(&records(4, 1), 3, 65536).unwrap();
+        let e = envelope(&records(&answer(4, 1)), 3, 65536).unwrap();
         assert_eq!(e.truncated_by, Some(TruncatedBy::Count));
         assert_eq!(e.value().unwrap()["count"], 3);
         assert_eq!(e.value().unwrap()["results"][2]["id"], "2");
@@ -158,7 +177,7 @@ mod tests {
     #[test]
     fn truncated_by_size_between_results_only() {
         let max = 16 * 1024;
-        let e = envelope(&records(100, 1000), 100, max).unwrap();
+        let e = envelope(&records(&answer(100, 1000)), 100, max).unwrap();
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
         assert!(e.text.len() <= max, "{} > {max}", e.text.len());
         let v: Value = serde_json::from_str(&e.text).unwrap();
@@ -174,7 +193,7 @@ mod tests {
 
     #[test]
     fn first_record_too_big() {
-        let e = envelope(&records(2, 20_000), 10, 16 * 1024).unwrap();
+        let e = envelope(&records(&answer(2, 20_000)), 10, 16 * 1024).unwrap();
         assert_eq!(e.count, 0);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
     }

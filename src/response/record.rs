@@ -1,0 +1,159 @@
+//! Zabbix's read records kept as slices of its answer: each record's members are found
+//! without building a value tree, shaped (select keys renamed per version, the resource
+//! `uri` added) and written straight into the response text. Values keep Zabbix's text.
+//!
+//! Member order follows what the value-tree path did (serde_json's ordered map): a repeated
+//! key keeps its first place with the last value; a renamed key moves to the end, the last
+//! member taking its place (`swap_remove`); `uri` is replaced in place or appended.
+
+use std::borrow::Cow;
+
+use crate::catalog::{ResourceKind, Select};
+use crate::zabbix::ZabbixVersion;
+use crate::zabbix::raw;
+
+/// One element of a read's result array.
+#[derive(Debug)]
+pub enum Record<'a> {
+    /// An object's members, in order.
+    Object(Vec<Member<'a>>),
+    /// Anything else, kept as its text.
+    Other(&'a str),
+}
+
+#[derive(Debug)]
+pub struct Member<'a> {
+    /// The key as Zabbix wrote it (quotes included), or one of ours.
+    quoted: Cow<'a, str>,
+    name: Cow<'a, str>,
+    /// The value's JSON text.
+    value: Cow<'a, str>,
+}
+
+impl<'a> Record<'a> {
+    /// Reads one element's text (JSON checked already, see [`raw`]).
+    pub fn parse(text: &'a str) -> Record<'a> {
+        let Some(pairs) = text.starts_with('{').then(|| raw::object(text)).flatten() else {
+            return Record::Other(text);
+        };
+        let mut members: Vec<Member<'a>> = Vec::with_capacity(pairs.len());
+        for (quoted, value) in pairs {
+            let name = raw::unquote(quoted);
+            match members.iter_mut().find(|m| m.name == name) {
+                Some(member) => member.value = Cow::Borrowed(value),
+                None => members.push(Member {
+                    quoted: Cow::Borrowed(quoted),
+                    name,
+                    value: Cow::Borrowed(value),
+                }),
+            }
+        }
+        Record::Object(members)
+    }
+
+    /// Renames the version's select keys to the tool's and adds the record's `uri`.
+    pub fn shape(
+        &mut self,
+        selects: &[Select],
+        id_field: &str,
+        resource: Option<ResourceKind>,
+        version: ZabbixVersion,
+    ) {
+        let Record::Object(members) = self else {
+            return;
+        };
+        for select in selects {
+            if let Some((from, to)) = select.param.result_keys(version)
+                && let Some(at) = members.iter().position(|m| m.name == from)
+            {
+                let moved = members.swap_remove(at);
+                insert(members, to, moved.value);
+            }
+        }
+        if let Some(kind) = resource
+            && let Some(id) = members
+                .iter()
+                .find(|m| m.name == id_field && m.value.starts_with('"'))
+                .map(|m| raw::unquote(&m.value).into_owned())
+        {
+            // A String always serializes.
+            let uri = serde_json::to_string(&kind.uri(&id)).unwrap_or_default();
+            insert(members, "uri", Cow::Owned(uri));
+        }
+    }
+
+    /// Appends the record's JSON text.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Record::Other(text) => out.extend_from_slice(text.as_bytes()),
+            Record::Object(members) => {
+                out.push(b'{');
+                for (i, member) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(member.quoted.as_bytes());
+                    out.push(b':');
+                    out.extend_from_slice(member.value.as_bytes());
+                }
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+/// Sets `name` to `value`: in place if present, else at the end.
+fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: Cow<'a, str>) {
+    match members.iter_mut().find(|m| m.name == name) {
+        Some(member) => member.value = value,
+        None => members.push(Member {
+            quoted: Cow::Owned(format!("\"{name}\"")),
+            name: Cow::Borrowed(name),
+            value,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Record;
+    use crate::catalog::{self, args, params};
+    use crate::zabbix::{ZabbixVersion, raw};
+    use serde_json::Value;
+
+    /// The raw path writes exactly what shaping a value tree and serializing it wrote.
+    #[test]
+    fn same_text_as_the_value_path() {
+        let answer = r#"[{"hostid":"10084","host":"web-01","name":"Web 01","status":"0",
+            "groups":[{"groupid":"2","name":"Linux servers"}],"hostgroups":[{"groupid":"4","name":"x\"y"}],
+            "tags":[],"parentTemplates":[{"templateid":"10001","name":"Linux"}],"uri":"old",
+            "status":"1","n":1.5,"é":"ü"},[1,2],"plain",{"hostid":7}]"#;
+        for version in [ZabbixVersion::new(6, 0, 14), ZabbixVersion::new(7, 0, 22)] {
+            let tool = catalog::find("host_get").unwrap();
+            let query = tool.query().unwrap();
+            let arguments = args::validate(tool, None, version, 1_000_000).unwrap();
+            let shape = params::shape(query, &arguments);
+            let resource = query.resource.as_ref().map(|r| r.kind);
+
+            let compact =
+                serde_json::to_string(&serde_json::from_str::<Value>(answer).unwrap()).unwrap();
+            let mut records: Vec<Record> = raw::array(&compact)
+                .unwrap()
+                .into_iter()
+                .map(Record::parse)
+                .collect();
+            let mut values: Vec<Value> = serde_json::from_str(answer).unwrap();
+            for (record, value) in records.iter_mut().zip(&mut values) {
+                record.shape(query.selects, shape.id_field, resource, version);
+                params::shape_record(value, query.selects, shape.id_field, resource, version);
+                let mut text = Vec::new();
+                record.write(&mut text);
+                assert_eq!(
+                    String::from_utf8(text).unwrap(),
+                    serde_json::to_string(value).unwrap(),
+                    "{version}"
+                );
+            }
+        }
+    }
+}
