@@ -1,15 +1,16 @@
 //! Issue 12, connections: a raw TCP client that stalls at each stage (TLS handshake,
-//! HTTP/1-or-2 detection, request head, body, keep-alive gap) is closed by the sidecar
-//! within its limit, and connections beyond `MaxConnections` are refused. Each test waits
-//! for the close itself; the only bound is a generous one that turns a hang into a failure.
+//! HTTP/1-or-2 detection, request head, body, keep-alive gap) or trickles its head or body
+//! is closed by the sidecar within its limit, and connections beyond `MaxConnections` are
+//! refused; on the MCP listener and on the approval page's. Each test waits for the close
+//! itself; the only bound is a generous one that turns a hang into a failure.
 
 mod common;
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use zabbix_mcp_guard::config::{Config, TlsAccept};
+use zabbix_mcp_guard::config::{ApprovalPageConfig, Config, TlsAccept};
 
 use common::{Guard, start_with};
 
@@ -32,7 +33,7 @@ fn addr(guard: &Guard) -> String {
 }
 
 /// Reads until the server closes (EOF or reset); returns what it sent before.
-async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+async fn until_closed(stream: &mut (impl AsyncRead + Unpin)) -> Vec<u8> {
     let mut seen = Vec::new();
     let read_all = async {
         let mut buf = [0u8; 4096];
@@ -182,5 +183,160 @@ async fn connections_beyond_max_connections_are_refused() {
         tokio::task::yield_now().await;
     }
     assert!(served, "the sidecar serves again once slots are free");
+    guard.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The approval page's listener has the same limits (its own MaxConnections pool).
+
+/// A sidecar with the approval page on a port of its own; returns it and the page's address.
+async fn guard_with_page(adjust: impl FnOnce(&mut Config)) -> (Guard, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let guard = guard_with(|c| {
+        c.approval_page = Some(ApprovalPageConfig {
+            listen_ip: vec!["127.0.0.1".parse().unwrap()],
+            listen_port: port,
+            allowed_ip: vec!["127.0.0.1/32".parse().unwrap()],
+            allowed_ip_raw: "127.0.0.1".into(),
+            url: format!("http://127.0.0.1:{port}"),
+        });
+        adjust(c);
+    })
+    .await;
+    (guard, format!("127.0.0.1:{port}"))
+}
+
+/// Sends `head`, then one byte of `trickle` every 200 ms (a byte arrives well inside every
+/// limit, the whole never does) until the server closes; returns what it answered.
+async fn trickled(addr: &str, head: &[u8], trickle: &'static [u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let drip = tokio::spawn(async move {
+        // Pacing of the slow client, not a wait for a condition.
+        let mut ticker = tokio::time::interval(Duration::from_millis(200));
+        ticker.tick().await;
+        for byte in trickle.iter().cycle() {
+            ticker.tick().await;
+            if writer.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+        }
+    });
+    let answer = until_closed(&mut reader).await;
+    drip.abort();
+    answer
+}
+
+#[tokio::test]
+async fn slow_clients_of_the_approval_page_are_closed() {
+    let (guard, page) = guard_with_page(|_| {}).await;
+    // Silent after connect; half a head; a head that trickles in forever.
+    let mut silent = TcpStream::connect(&page).await.unwrap();
+    assert!(until_closed(&mut silent).await.is_empty());
+    let mut half = TcpStream::connect(&page).await.unwrap();
+    half.write_all(b"GET /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    assert!(until_closed(&mut half).await.is_empty());
+    let answer = trickled(
+        &page,
+        b"GET /approvals/login HTTP/1.1\r\n",
+        b"X-Slow: a\r\n",
+    )
+    .await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    // A form body that trickles in forever: 408 naming BodyTimeout, then closed.
+    let answer = trickled(
+        &page,
+        b"POST /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+          Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 10000\r\n\r\n",
+        b"a=b&",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("BodyTimeout"), "{text}");
+    // An answered request, then an idle keep-alive connection.
+    let mut idle = TcpStream::connect(&page).await.unwrap();
+    idle.write_all(b"GET /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = until_closed(&mut idle).await;
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn slow_clients_of_the_mcp_listener_are_closed_while_trickling() {
+    let guard = guard_with(|_| {}).await;
+    let addr = addr(&guard);
+    let answer = trickled(&addr, b"GET /healthz HTTP/1.1\r\n", b"X-Slow: a\r\n").await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    let answer = trickled(
+        &addr,
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer slow-body\r\n\
+          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+          Content-Length: 10000\r\n\r\n",
+        b" ",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn approval_page_connections_beyond_max_connections_are_refused() {
+    let (guard, page) = guard_with_page(|c| {
+        c.limits.max_connections = 2;
+        c.limits.header = Duration::from_secs(30);
+    })
+    .await;
+    let app = guard.app().clone();
+    let refused = || {
+        app.refused_connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let first = TcpStream::connect(&page).await.unwrap();
+    let second = TcpStream::connect(&page).await.unwrap();
+    // Once both holders are accepted a third is closed unanswered.
+    let mut attempts = 0;
+    common::wait_until("a third page connection refused", GENEROUS, async || {
+        attempts += 1;
+        let mut third = TcpStream::connect(&page).await.unwrap();
+        let _ = third
+            .write_all(b"GET /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await;
+        until_closed(&mut third).await.is_empty()
+    })
+    .await;
+    assert!(refused() >= 1);
+    // The page's pool is its own: the MCP listener still serves.
+    let http = reqwest::Client::new();
+    let health = http
+        .get(format!("{}/healthz", guard.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    // Freed slots serve the page again.
+    drop(first);
+    drop(second);
+    common::wait_until("the page serves again", GENEROUS, async || {
+        http.get(format!("http://{page}/approvals/login"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    eprintln!(
+        "approval page: refused {} connection(s) over MaxConnections=2 in {attempts} attempt(s)",
+        refused()
+    );
     guard.stop().await;
 }

@@ -3,6 +3,7 @@
 //! head including the HTTP/1-or-2 detection (`HeaderTimeout`), the keep-alive gap between
 //! requests on HTTP/1 and HTTP/2 (`IdleTimeout`), and dead HTTP/2 peers
 //! (`HTTP2KeepAlive` pings). The request body is bounded in `routes` (`BodyTimeout`).
+//! Both listeners, MCP and the approval page, serve their connections here.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::app::App;
+use crate::approval_page::Page;
 use crate::config::Limits;
 use crate::server::routes::{self, Body, McpEndpoint};
 
@@ -32,11 +34,30 @@ use crate::server::routes::{self, Body, McpEndpoint};
 #[derive(Clone)]
 pub(crate) struct ConnContext {
     pub app: Arc<App>,
-    pub endpoint: McpEndpoint,
+    pub routes: Routes,
     pub tls: Option<TlsAcceptor>,
     /// Server shutdown: connections finish their requests and close.
     pub shutdown: CancellationToken,
     pub tracker: TaskTracker,
+}
+
+/// Which requests a listener answers.
+#[derive(Clone)]
+pub(crate) enum Routes {
+    /// `/mcp`, `/healthz`, `/readyz`.
+    Mcp(McpEndpoint),
+    /// The approval page (`/approvals/...`).
+    ApprovalPage(Arc<Page>),
+}
+
+impl Routes {
+    /// The listener's name in logs (as `bind` logs it).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Routes::Mcp(_) => "mcp",
+            Routes::ApprovalPage(_) => "approval_page",
+        }
+    }
 }
 
 /// Requests in flight on one connection and when the connection may next be closed for
@@ -141,7 +162,7 @@ where
     let activity = Arc::new(activity);
     let idle = limits.idle;
     let app = ctx.app.clone();
-    let endpoint = ctx.endpoint.clone();
+    let served = ctx.routes.clone();
     let service = service_fn(move |request| {
         activity.send_modify(|a| a.active += 1);
         let guard = ActiveGuard {
@@ -149,9 +170,14 @@ where
             idle,
         };
         let app = app.clone();
-        let endpoint = endpoint.clone();
+        let served = served.clone();
         async move {
-            let response = routes::handle(app, endpoint, request, peer).await;
+            let response = match served {
+                Routes::Mcp(endpoint) => routes::handle(app, endpoint, request, peer).await,
+                Routes::ApprovalPage(page) => {
+                    crate::approval_page::handle(&page, request, peer).await
+                }
+            };
             Ok::<_, Infallible>(response.map(|inner| TrackedBody {
                 inner,
                 _guard: guard,
