@@ -93,7 +93,7 @@ pub enum ApprovalError {
     Changed,
     #[error("this approval was already used; call again to get a new approval")]
     AlreadyUsed,
-    #[error("elicitation failed: {0}")]
+    #[error("elicitation failed: {0}; nothing was sent to Zabbix")]
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]
     Schema(String),
