@@ -9,6 +9,7 @@ pub mod stub;
 pub mod tls;
 pub mod trapper;
 pub mod version_front;
+pub mod write_suite;
 pub mod zapi;
 
 use std::collections::HashMap;
