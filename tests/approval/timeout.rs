@@ -194,7 +194,10 @@ async fn an_unanswered_question_times_out_and_a_late_answer_does_nothing() {
     let body = tool_error_of(&result);
     assert_eq!(body["code"], "approval_unavailable", "{body}");
     let message = body["message"].as_str().unwrap();
-    assert!(message.contains("timeout"), "{message}");
+    assert!(
+        message.contains("no answer within ElicitationTimeout (10 s)"),
+        "{message}"
+    );
     assert!(message.contains("nothing was sent"), "{message}");
     assert!(
         waited >= ELICITATION_TIMEOUT,
@@ -210,7 +213,10 @@ async fn an_unanswered_question_times_out_and_a_late_answer_does_nothing() {
     assert_eq!(approval["outcome"], "unavailable", "{approval}");
     assert_eq!(approval["via"], "elicitation", "{approval}");
     assert!(
-        approval["error"].as_str().unwrap().contains("timeout"),
+        approval["error"]
+            .as_str()
+            .unwrap()
+            .contains("ElicitationTimeout"),
         "{approval}"
     );
     assert_eq!(
@@ -255,7 +261,7 @@ async fn an_unanswered_question_times_out_and_a_late_answer_does_nothing() {
         "one approval event in all: {approvals:?}"
     );
     eprintln!(
-        "ElicitationTimeout=10s: call ended approval_unavailable after {:.1}s; \
+        "ElicitationTimeout=10s: call ended approval_unavailable after {:.1}s ({message}); \
          cancelled notification: {}; late answer HTTP {late_status}; 0 event.acknowledge sent",
         waited.as_secs_f64(),
         cancelled.map_or("none".into(), |c| c.to_string()),
