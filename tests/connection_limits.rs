@@ -96,10 +96,10 @@ async fn a_client_that_stalls_at_any_stage_is_closed() {
     guard.stop().await;
 }
 
-#[tokio::test]
-async fn an_idle_http2_connection_is_closed() {
-    let guard = guard_with(|_| {}).await;
-    let stream = TcpStream::connect(addr(&guard)).await.unwrap();
+/// Opens an HTTP/2 connection to `addr`, answers one `GET path`, then keeps its side open
+/// until the sidecar closes the idle connection.
+async fn idle_http2_closed(addr: &str, path: &str) {
+    let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http2::handshake(
         hyper_util::rt::TokioExecutor::new(),
         hyper_util::rt::TokioIo::new(stream),
@@ -107,34 +107,45 @@ async fn an_idle_http2_connection_is_closed() {
     .await
     .unwrap();
     let connection = tokio::spawn(connection);
-    let request = http::Request::get(format!("{}/healthz", guard.base))
+    let request = http::Request::get(format!("http://{addr}{path}"))
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .unwrap();
     let response = sender.send_request(request).await.unwrap();
-    assert_eq!(response.status(), 200);
+    assert_eq!(response.status(), 200, "{addr}{path}");
     drop(response);
-    // The client keeps its side open; the sidecar ends the idle connection.
     tokio::time::timeout(GENEROUS, connection)
         .await
         .expect("the sidecar closed the idle HTTP/2 connection")
         .unwrap()
         .ok();
     drop(sender);
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed() {
+    let (guard, page) = guard_with_page(|_| {}).await;
+    idle_http2_closed(&addr(&guard), "/healthz").await;
+    idle_http2_closed(&page, "/approvals/login").await;
     guard.stop().await;
 }
 
 #[tokio::test]
 async fn a_stalled_tls_handshake_is_closed() {
     let pki = common::tls::pki("conn-limits");
-    let guard = guard_with(|c| {
+    let (guard, page) = guard_with_page(|c| {
         c.tls_accept = TlsAccept::Cert;
         c.tls_cert_file = Some(pki.cert_file.clone());
         c.tls_key_file = Some(pki.key_file.clone());
     })
     .await;
-    assert!(stalled_after(&guard, b"").await.is_empty());
-    // Half a ClientHello record header.
-    assert!(stalled_after(&guard, &[0x16, 0x03, 0x01]).await.is_empty());
+    for listener in [addr(&guard), page] {
+        for sent in [&b""[..], &[0x16, 0x03, 0x01]] {
+            // Nothing, or half a ClientHello record header.
+            let mut stream = TcpStream::connect(&listener).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            assert!(until_closed(&mut stream).await.is_empty(), "{listener}");
+        }
+    }
     guard.stop().await;
 }
 
@@ -150,19 +161,14 @@ async fn connections_beyond_max_connections_are_refused() {
     let second = TcpStream::connect(addr(&guard)).await.unwrap();
     // The two above were accepted once a third one is refused: wait for that refusal.
     let app = guard.app().clone();
-    let mut third_closed_at_once = false;
-    for _ in 0..200 {
+    common::wait_until("a third connection refused", GENEROUS, async || {
         let mut third = TcpStream::connect(addr(&guard)).await.unwrap();
         let _ = third
             .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             .await;
-        let answer = until_closed(&mut third).await;
-        if answer.is_empty() {
-            third_closed_at_once = true;
-            break;
-        }
-    }
-    assert!(third_closed_at_once, "a third connection was served");
+        until_closed(&mut third).await.is_empty()
+    })
+    .await;
     assert!(
         app.refused_connections
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -172,17 +178,13 @@ async fn connections_beyond_max_connections_are_refused() {
     drop(first);
     drop(second);
     let http = reqwest::Client::new();
-    let mut served = false;
-    for _ in 0..200 {
-        if let Ok(r) = http.get(format!("{}/healthz", guard.base)).send().await
-            && r.status() == 200
-        {
-            served = true;
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert!(served, "the sidecar serves again once slots are free");
+    common::wait_until("the sidecar serves again", GENEROUS, async || {
+        http.get(format!("{}/healthz", guard.base))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
     guard.stop().await;
 }
 
