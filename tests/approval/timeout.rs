@@ -154,9 +154,16 @@ fn tool_error_of(result: &Value) -> Value {
 #[tokio::test]
 async fn an_unanswered_question_times_out_and_a_late_answer_does_nothing() {
     let lab = common::lab(7);
+    // `if_supported` asks a client that can be asked, exactly as `required` does.
+    for approval in ["required", "if_supported"] {
+        unanswered(&lab, approval).await;
+    }
+}
+
+async fn unanswered(lab: &common::Lab, approval_mode: &str) {
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let mut config = common::config_for(&proxy);
-    config.policy_dir = Some(policy("required"));
+    config.policy_dir = Some(policy(approval_mode));
     config.session_mode = SessionMode::Stateful;
     config.limits.elicitation = ELICITATION_TIMEOUT;
     let log = common::temp_path("decisions.log");
@@ -261,7 +268,7 @@ async fn an_unanswered_question_times_out_and_a_late_answer_does_nothing() {
         "one approval event in all: {approvals:?}"
     );
     eprintln!(
-        "ElicitationTimeout=10s: call ended approval_unavailable after {:.1}s ({message}); \
+        "approval {approval_mode}, ElicitationTimeout=10s: call ended approval_unavailable after {:.1}s ({message}); \
          cancelled notification: {}; late answer HTTP {late_status}; 0 event.acknowledge sent",
         waited.as_secs_f64(),
         cancelled.map_or("none".into(), |c| c.to_string()),
