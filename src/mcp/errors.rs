@@ -62,6 +62,8 @@ pub enum ToolError {
     ApprovalPageOff,
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    RateLimited(#[from] crate::ratelimit::RateLimitError),
 }
 
 /// How a request refused before MCP is answered over HTTP.
@@ -90,6 +92,10 @@ impl ToolError {
             ToolError::ApprovalPending { .. } => "approval_pending",
             ToolError::ApprovalExpired => "approval_expired",
             ToolError::Store(_) => "internal_error",
+            ToolError::RateLimited(r) => match r.scope() {
+                Some(_) => "rate_limited",
+                None => INTERNAL,
+            },
             ToolError::Approval(a) => match a {
                 ApprovalError::BadState
                 | ApprovalError::WrongTool { .. }
@@ -139,6 +145,11 @@ impl ToolError {
             ToolError::Denied { reasons } => {
                 body.insert("data".into(), json!({ "reasons": reasons }));
             }
+            ToolError::RateLimited(r) => {
+                if let Some(data) = rate_limited_data(r) {
+                    body.insert("data".into(), data);
+                }
+            }
             _ => {}
         }
         if let Some(id) = decision_id {
@@ -155,12 +166,24 @@ impl ToolError {
 
     /// The failure of a request that is not a tool call, as a JSON-RPC error.
     pub fn into_rpc(self) -> McpError {
-        let data = Some(json!({ "code": self.code() }));
+        let mut data = json!({ "code": self.code() });
+        if let ToolError::RateLimited(r) = &self
+            && let (Some(extra), Some(map)) = (rate_limited_data(r), data.as_object_mut())
+        {
+            map.extend(extra.as_object().cloned().unwrap_or_default());
+        }
+        let data = Some(data);
         match self {
             ToolError::InvalidArguments(_) => McpError::invalid_params(self.to_string(), data),
             _ => McpError::internal_error(self.to_string(), data),
         }
     }
+}
+
+/// `{retry_after_seconds, scope}` of a call over a per-caller limit.
+fn rate_limited_data(error: &crate::ratelimit::RateLimitError) -> Option<Value> {
+    let scope = error.scope()?;
+    Some(json!({"retry_after_seconds": error.retry_after_seconds(), "scope": scope.as_str()}))
 }
 
 /// The code of a Zabbix client failure: Zabbix's answer, Zabbix out of reach, or ours.

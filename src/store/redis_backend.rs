@@ -16,6 +16,9 @@ use tokio::sync::OnceCell;
 
 use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
 
+mod rate;
+pub use rate::{AdmitReply, RateAdmit};
+
 const PREFIX: &str = "zmg:";
 /// At most this many pending approvals are listed.
 const LIST_MAX: isize = 1000;
