@@ -134,3 +134,119 @@ fn stale_keys_are_swept() {
         std::thread::yield_now();
     }
 }
+
+/// The lab's Redis (`deploy/lab/start-zabbix.sh approval`; `ZMG_TEST_REDIS_URL`
+/// overrides); these fail, not skip, without it.
+fn redis() -> Arc<Store> {
+    let url = std::env::var("ZMG_TEST_REDIS_URL").unwrap_or_else(|_| {
+        let env = std::fs::read_to_string("/var/lib/zbx-test/approval.env")
+            .expect("no ZMG_TEST_REDIS_URL and no lab approval.env");
+        env.lines()
+            .find_map(|l| l.strip_prefix("ZMG_TEST_REDIS_URL="))
+            .expect("ZMG_TEST_REDIS_URL in approval.env")
+            .to_owned()
+    });
+    Arc::new(Store::open(Some(&url), std::time::Duration::from_secs(5)).expect("redis"))
+}
+
+fn unique(name: &str) -> String {
+    format!("test:{name}:{}", uuid::Uuid::new_v4())
+}
+
+#[tokio::test]
+async fn redis_gcra_admits_the_burst_then_names_the_wait() {
+    let store = redis();
+    let Store::Redis(r) = &*store else {
+        panic!("redis")
+    };
+    let bucket = unique("gcra");
+    // 2 at once, then one every 1800 s.
+    let admit = crate::store::RateAdmit {
+        rates: vec![(bucket, 1_800_000_000, 2)],
+        slots: Vec::new(),
+        lease: "l".into(),
+        lease_ttl: std::time::Duration::from_secs(30),
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            r.rate_admit(&admit).await.expect("redis"),
+            crate::store::AdmitReply::Admitted
+        );
+    }
+    match r.rate_admit(&admit).await.expect("redis") {
+        crate::store::AdmitReply::Rate { index: 0, wait } => {
+            assert!(wait.as_secs() > 1790 && wait.as_secs() <= 1800, "{wait:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_redis_lease_lapses_when_its_holder_stops_renewing() {
+    let store = redis();
+    let Store::Redis(r) = &*store else {
+        panic!("redis")
+    };
+    let bucket = unique("lease");
+    let admit = |lease: &str| crate::store::RateAdmit {
+        rates: Vec::new(),
+        slots: vec![(bucket.clone(), 1)],
+        lease: lease.into(),
+        lease_ttl: std::time::Duration::from_millis(300),
+    };
+    use crate::store::AdmitReply::{Admitted, Slots};
+    // The "crashed replica": takes the slot and never renews nor releases it.
+    assert_eq!(r.rate_admit(&admit("dead")).await.expect("redis"), Admitted);
+    assert_eq!(
+        r.rate_admit(&admit("alive")).await.expect("redis"),
+        Slots { index: 0 }
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while r.rate_admit(&admit("alive")).await.expect("redis") != Admitted {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lease never lapsed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // A renewed lease holds; a released one frees the slot at once.
+    r.rate_renew(
+        std::slice::from_ref(&bucket),
+        "alive",
+        std::time::Duration::from_secs(30),
+    )
+    .await
+    .expect("renew");
+    assert_eq!(
+        r.rate_admit(&admit("third")).await.expect("redis"),
+        Slots { index: 0 }
+    );
+    r.rate_release(std::slice::from_ref(&bucket), "alive")
+        .await
+        .expect("release");
+    assert_eq!(
+        r.rate_admit(&admit("third")).await.expect("redis"),
+        Admitted
+    );
+}
+
+#[tokio::test]
+async fn the_shared_limiter_gives_slots_back_when_a_call_ends() {
+    let l = RateLimiter::new(redis(), None, NonZeroU32::new(1));
+    let caller = unique("caller");
+    let applied = l.applied(None);
+    let held = l.admit(&caller, &applied).await.expect("first");
+    assert_eq!(
+        scope_of(l.admit(&caller, &applied).await),
+        Some(Scope::MaxConcurrent)
+    );
+    drop(held);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while l.admit(&caller, &applied).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot never came back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

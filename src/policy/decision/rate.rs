@@ -12,9 +12,11 @@ use crate::ratelimit::{CallRate, MAX_CALLS, MAX_CONCURRENT, MAX_PER_SECONDS};
 /// The per-caller limits a decision sets (`rate`); see [`crate::ratelimit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RateLimits {
-    /// `calls` per `per_seconds`.
+    /// `calls` per `per_seconds` (serialized flat, as the policy writes it).
+    #[serde(flatten)]
     pub calls: Option<CallRate>,
     /// `concurrent`: calls of this caller in flight at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrent: Option<NonZeroU32>,
 }
 
@@ -80,6 +82,15 @@ mod tests {
         assert!(only_calls.calls.is_some() && only_calls.concurrent.is_none());
         let only_concurrent = parse(r#"{"concurrent": 1}"#).expect("ok");
         assert!(only_concurrent.calls.is_none() && only_concurrent.concurrent.is_some());
+        // Serialized as the policy spells it.
+        assert_eq!(
+            serde_json::to_value(full).expect("json"),
+            serde_json::json!({"calls": 120, "per_seconds": 60, "concurrent": 8})
+        );
+        assert_eq!(
+            serde_json::to_value(only_concurrent).expect("json"),
+            serde_json::json!({"concurrent": 1})
+        );
     }
 
     #[test]
