@@ -82,7 +82,7 @@ impl MemoryLimiter {
         }
     }
 
-    /// Callers with a call in flight under some cap (for tests and health).
+    /// Concurrency slots held (calls in flight under some cap, counted once per cap).
     pub(crate) fn slots_in_use(&self) -> usize {
         let map = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         map.values().map(|c| *c as usize).sum()

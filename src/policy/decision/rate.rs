@@ -145,4 +145,29 @@ mod tests {
             assert!(err.starts_with(expected), "{json}: {err}");
         }
     }
+
+    #[test]
+    fn enforced_not_in_dry_run_and_a_bad_rate_denies() {
+        use crate::policy::{PolicyEngine, PolicyMode};
+        let dir = crate::policy::source::tests::temp_dir("rate");
+        let policy = |rate: &str| {
+            format!(
+                "package zabbix.mcp\nimport rego.v1\ndecision := {{\"allow\": true, \"rate\": {rate}}}\n"
+            )
+        };
+        std::fs::write(dir.join("p.rego"), policy(r#"{"concurrent": 3}"#)).expect("write");
+        let input = crate::policy::input::tests::sample_input();
+        let enforce = PolicyEngine::load(&dir, PolicyMode::Enforce).expect("loads");
+        let decided = enforce.decide(&input);
+        assert_eq!(
+            decided.rate.and_then(|r| r.concurrent).map(|c| c.get()),
+            Some(3)
+        );
+        let dry = PolicyEngine::load(&dir, PolicyMode::DryRun).expect("loads");
+        assert_eq!(dry.decide(&input).rate, None, "dry-run blocks nothing");
+        std::fs::write(dir.join("p.rego"), policy(r#"{"concurrent": "3"}"#)).expect("write");
+        // The smoke evaluation refuses a set whose decisions are malformed.
+        assert!(PolicyEngine::load(&dir, PolicyMode::Enforce).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
