@@ -355,6 +355,33 @@ mod tests {
     }
 
     #[test]
+    fn rate_limited_carries_the_retry_time() {
+        use crate::ratelimit::{RateLimitError, Scope};
+        let limited = || {
+            ToolError::RateLimited(RateLimitError::Limited {
+                scope: Scope::PolicyRate,
+                retry_after: Duration::from_millis(2500),
+            })
+        };
+        let body = text_body(limited(), Some("d-2"));
+        assert_eq!(body["code"], "rate_limited");
+        assert_eq!(
+            body["data"],
+            json!({"retry_after_seconds": 3, "scope": "policy_rate"})
+        );
+        assert_eq!(body["decision_id"], "d-2");
+        let rpc = limited().into_rpc();
+        assert_eq!(
+            rpc.data,
+            Some(json!({"code": "rate_limited", "retry_after_seconds": 3, "scope": "policy_rate"}))
+        );
+        let unchecked = ToolError::RateLimited(RateLimitError::Store(
+            crate::store::StoreError::Timeout(Duration::from_secs(3)),
+        ));
+        assert_eq!(unchecked.code(), "internal_error");
+    }
+
+    #[test]
     fn http_refusals() {
         let missing = refusal(&GuardError::MissingToken);
         assert_eq!(missing.status, StatusCode::UNAUTHORIZED);
