@@ -14,6 +14,7 @@ use crate::policy::{
     DecisionLog, DecisionLogOptions, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode,
     PolicySource,
 };
+use crate::ratelimit::RateLimiter;
 use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
@@ -40,6 +41,8 @@ pub struct App {
     pub approver: Approver,
     /// Page approvals and single-use records: memory, or Redis shared by replicas.
     pub store: Arc<Store>,
+    /// Per-caller limits (policy `rate`, `RateLimit`, `MaxConcurrent`), in the same store.
+    pub limiter: RateLimiter,
     /// Tool calls and resource reads under way; shutdown waits for them.
     pub in_flight: InFlight,
     /// Connections closed at accept because `MaxConnections` were open.
@@ -110,6 +113,11 @@ impl App {
             max_response_bytes: config.limits.max_zabbix_response_size,
             max_concurrency: config.limits.max_zabbix_concurrency,
         })?;
+        let limiter = RateLimiter::new(
+            store.clone(),
+            config.caller_limits.rate_limit,
+            config.caller_limits.max_concurrent,
+        );
         let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
         Ok(Arc::new(App {
             config,
@@ -122,6 +130,7 @@ impl App {
             list_decisions: ListDecisions::default(),
             approver,
             store,
+            limiter,
             in_flight: InFlight::default(),
             refused_connections: std::sync::atomic::AtomicU64::new(0),
             tools: RwLock::new(None),

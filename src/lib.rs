@@ -17,6 +17,7 @@ pub mod exposure;
 pub mod mcp;
 pub mod pidfile;
 pub mod policy;
+pub mod ratelimit;
 pub mod response;
 pub mod server;
 pub mod startup;

@@ -127,6 +127,7 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
                 .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS),
         ),
         limits: super::limits::build(r)?,
+        caller_limits: super::caller_limits::build(r)?,
     };
     check_cross_rules(r, &config)?;
     Ok(config)

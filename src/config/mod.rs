@@ -3,6 +3,7 @@
 //! order of precedence), validated once at start.
 
 mod build;
+mod caller_limits;
 mod error;
 mod file;
 mod image;
@@ -30,6 +31,7 @@ use ipnet::IpNet;
 
 use crate::exposure::ToolRule;
 
+pub use caller_limits::CallerLimits;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
 pub use image::EnvContract;
@@ -82,6 +84,8 @@ pub struct Config {
     pub approval_timeout: Duration,
     /// The resource limits of issue 12 (timeouts per stage, caps).
     pub limits: Limits,
+    /// `RateLimit` and `MaxConcurrent`: per-caller ceilings over the policy's `rate`.
+    pub caller_limits: CallerLimits,
 }
 
 /// The file the approval seal key was read from, with its permission bits.

@@ -50,6 +50,8 @@ pub enum Param {
     MaxSessions,
     SessionIdleTimeout,
     ElicitationTimeout,
+    RateLimit,
+    MaxConcurrent,
     Include,
 }
 
@@ -291,6 +293,13 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::ElicitationTimeout,
         "ElicitationTimeout",
         "elicitation-timeout",
+        Arity::Single,
+    ),
+    (Param::RateLimit, "RateLimit", "rate-limit", Arity::Single),
+    (
+        Param::MaxConcurrent,
+        "MaxConcurrent",
+        "max-concurrent",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),

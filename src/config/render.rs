@@ -102,6 +102,9 @@ fn value(config: &Config, param: Param) -> String {
         | Param::AllowToolRegexp
         | Param::DenyToolRegexp
         | Param::Include => String::new(),
+        Param::RateLimit | Param::MaxConcurrent => {
+            super::caller_limits::render(&config.caller_limits, param).unwrap_or_default()
+        }
         other => super::limits::render(&config.limits, other).unwrap_or_default(),
     }
 }

@@ -123,6 +123,11 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         let reasons = decision.reasons.clone();
         return failed(ToolError::Denied { reasons }, Some(id)).into();
     }
+    // Held until the call ends: its concurrency slot.
+    let _admission = match crate::mcp::limit::admit(app, call.caller, &decision).await {
+        Ok(admission) => admission,
+        Err(error) => return failed(error, Some(id)).into(),
+    };
     let outcome = Outcome::new(&app.decisions, id);
     let result = if let Behaviour::Read(query) = &def.behaviour {
         match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
