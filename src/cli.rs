@@ -234,6 +234,12 @@ pub struct ParamFlags {
     /// ElicitationTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_ELICITATION_TIMEOUT]
     #[arg(long, value_name = "VALUE")]
     pub elicitation_timeout: Option<String>,
+    /// StatusListenIP: status listener addresses (/metrics, /healthz, /readyz) [ZABBIX_MCP_GUARD_STATUS_LISTEN_IP]
+    #[arg(long, value_name = "LIST")]
+    pub status_listen_ip: Option<String>,
+    /// StatusListenPort: status listener port; without it /metrics is on the MCP listener [ZABBIX_MCP_GUARD_STATUS_LISTEN_PORT]
+    #[arg(long, value_name = "PORT")]
+    pub status_listen_port: Option<String>,
 }
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
@@ -353,6 +359,8 @@ impl ParamFlags {
             Param::MaxSessions => one(&self.max_sessions),
             Param::SessionIdleTimeout => one(&self.session_idle_timeout),
             Param::ElicitationTimeout => one(&self.elicitation_timeout),
+            Param::StatusListenIp => one(&self.status_listen_ip),
+            Param::StatusListenPort => one(&self.status_listen_port),
             Param::Include => Vec::new(),
         }
     }

@@ -50,6 +50,8 @@ pub enum Param {
     MaxSessions,
     SessionIdleTimeout,
     ElicitationTimeout,
+    StatusListenIp,
+    StatusListenPort,
     Include,
 }
 
@@ -291,6 +293,18 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::ElicitationTimeout,
         "ElicitationTimeout",
         "elicitation-timeout",
+        Arity::Single,
+    ),
+    (
+        Param::StatusListenIp,
+        "StatusListenIP",
+        "status-listen-ip",
+        Arity::Single,
+    ),
+    (
+        Param::StatusListenPort,
+        "StatusListenPort",
+        "status-listen-port",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),

@@ -11,6 +11,7 @@ use crate::mcp::approval::{self, Answer, ApprovalError, Route};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::page_approval;
+use crate::metrics::ApprovalOutcome;
 use crate::policy::{Decision, PolicyInput};
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
@@ -47,6 +48,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
     let route = approval::route(call.decision.approval, call.context, can_form);
     match route {
         Route::Apply => {
+            app.metrics.approval(ApprovalOutcome::NotRequired);
             app.decisions.event(
                 id,
                 "approval",
@@ -65,6 +67,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             {
                 Ok(answer) => answer,
                 Err(error) => {
+                    app.metrics.approval(ApprovalOutcome::Unavailable);
                     app.decisions.event(
                         id,
                         "approval",
@@ -74,6 +77,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
                     return Err(error.into());
                 }
             };
+            app.metrics.approval(answer.into());
             app.decisions.event(
                 id,
                 "approval",
@@ -92,6 +96,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
                 &call.caller.token_id,
                 &payload,
             )?;
+            app.metrics.approval(ApprovalOutcome::Requested);
             app.decisions.event(
                 id,
                 "approval",
@@ -101,6 +106,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
         }
         Route::Page => page_approval::call(app, &call, &params).await,
         Route::Unavailable => {
+            app.metrics.approval(ApprovalOutcome::Unavailable);
             app.decisions.event(
                 id,
                 "approval",
@@ -136,6 +142,7 @@ async fn redeem(
         return Err(ApprovalError::Changed.into());
     }
     let answer = approval::answer_from_responses(call.request.input_responses.as_ref());
+    app.metrics.approval(answer.into());
     app.decisions.event(
         &call.decision.decision_id,
         "approval",
