@@ -8,15 +8,19 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{Guard, config_for, read, start_with, temp_path, tool_error};
+use common::{Guard, config_for, read, seed_id, start_with, temp_path, tool_error};
 use serde_json::json;
 use zabbix_mcp_guard::config::{DecisionLogSink, StatusListenerConfig};
 
-/// Every tool allowed, except `hostgroup_get` calls (the list phase still offers it).
-const DENY_HOSTGROUP_GET: &str = r#"package zabbix.mcp
+/// Every tool allowed, except `hostgroup_get` calls (the list phase still offers it);
+/// `maintenance_create` only with an approval the test client cannot give.
+const POLICY: &str = r#"package zabbix.mcp
 import rego.v1
 decision := {"allow": false, "reasons": ["hostgroup_get is switched off"]} if {
     input.tool.name == "hostgroup_get"
+    input.phase == "call"
+} else := {"allow": true, "reasons": [], "approval": "required"} if {
+    input.tool.name == "maintenance_create"
     input.phase == "call"
 } else := {"allow": true, "reasons": []}
 "#;
@@ -104,7 +108,7 @@ fn log_lines(path: &Path) -> usize {
 async fn known_calls_change_exactly_their_series() {
     let lab = common::lab(7);
     let mut config = config_for(&lab.url);
-    config.policy_dir = Some(policy_dir(DENY_HOSTGROUP_GET));
+    config.policy_dir = Some(policy_dir(POLICY));
     let log = temp_path("decisions.log");
     config.decision_log = DecisionLogSink::File(log.clone());
     let guard = start_with(config).await;
@@ -211,7 +215,34 @@ async fn known_calls_change_exactly_their_series() {
     for secret in [lab.token.as_str(), "Admin", "MCP/"] {
         assert!(!text.contains(secret), "{secret} in /metrics");
     }
+
+    // A write whose approval this client cannot give: counted, and nothing sent.
+    let before = after;
+    let now = unix_now();
+    let host = seed_id(&lab, "hosts", "mcp-web-01");
+    let args = json!({"name": format!("metrics test {now}"), "hostids": [host],
+                      "active_since": now, "active_till": now + 3600});
+    let refused = tool_error(&client, "maintenance_create", args).await;
+    assert_eq!(refused["code"], "approval_unavailable");
+    let after = scrape(&guard.base).await;
+    let d = |series: &str| after.delta(&before, series);
+    assert_eq!(d("approvals_total{outcome=\"unavailable\"}"), 1.0);
+    assert_eq!(
+        d(&tool("maintenance_create", "error", "approval_unavailable")),
+        1.0
+    );
+    assert_eq!(
+        after.sum("zabbix_requests_total{method=\"maintenance.create\""),
+        0.0
+    );
     guard.stop().await;
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 /// A sidecar with the status listener on 127.0.0.1 and `AllowedIP` as given.
