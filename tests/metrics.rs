@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::{Guard, config_for, read, seed_id, start_with, temp_path, tool_error};
 use serde_json::json;
-use zabbix_mcp_guard::config::{DecisionLogSink, StatusListenerConfig};
+use zabbix_mcp_guard::config::{DecisionLogSink, SessionMode, StatusListenerConfig};
 
 /// Every tool allowed, except `hostgroup_get` calls (the list phase still offers it);
 /// `maintenance_create` only with an approval the test client cannot give.
@@ -245,9 +245,10 @@ fn unix_now() -> i64 {
         .as_secs() as i64
 }
 
-/// A sidecar with the status listener on 127.0.0.1 and `AllowedIP` as given.
+/// A stateful sidecar with the status listener on 127.0.0.1 and `AllowedIP` as given.
 async fn with_status_listener(lab: &common::Lab, allowed: &str) -> (Guard, String) {
     let mut config = config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
     config.allowed_ip = vec![allowed.parse().unwrap()];
     config.allowed_ip_raw = allowed.to_owned();
     config.status_listener = Some(StatusListenerConfig {
@@ -268,6 +269,7 @@ async fn the_status_listener_takes_metrics_off_the_mcp_listener() {
     let (guard, status) = with_status_listener(&lab, "127.0.0.1/32").await;
     let client = common::client(&guard, &lab.token).await;
     let before = scrape(&status).await;
+    assert_eq!(before.get("sessions_open"), 1.0);
     read(&client, "host_get", json!({"limit": 1})).await;
     let after = scrape(&status).await;
     let ok = "tool_calls_total{tool=\"host_get\",outcome=\"ok\",code=\"none\"}";

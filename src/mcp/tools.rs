@@ -157,13 +157,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     match result {
         Ok((written, summary)) => {
             outcome.finish(summary);
-            let done = matches!(written, Written::Done(_));
-            let ended = if done {
-                ToolOutcome::Ok
-            } else {
-                ToolOutcome::Pending
-            };
-            app.metrics.tool_call(def.name, ended, "none");
+            app.metrics.tool_call(def.name, written.outcome(), "none");
             match written {
                 Written::Done(result) => result.into(),
                 Written::Pending(response) => response,

@@ -11,7 +11,7 @@ use crate::mcp::approval::{self, Answer, ApprovalError, Route};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::page_approval;
-use crate::metrics::ApprovalOutcome;
+use crate::metrics::{ApprovalOutcome, ToolOutcome};
 use crate::policy::{Decision, PolicyInput};
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
@@ -34,6 +34,16 @@ pub enum Written {
     Done(CallToolResult),
     /// Waiting for the client to retry with the human's answer; nothing was sent.
     Pending(CallToolResponse),
+}
+
+impl Written {
+    /// How the call ended, for `tool_calls_total`.
+    pub fn outcome(&self) -> ToolOutcome {
+        match self {
+            Written::Done(_) => ToolOutcome::Ok,
+            Written::Pending(_) => ToolOutcome::Pending,
+        }
+    }
 }
 
 pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> {
