@@ -340,3 +340,18 @@ fn the_validator_rejects_broken_text() {
         assert!(validate(bad).is_err(), "{bad}");
     }
 }
+
+/// The arrays of pre-registered series are indexed by the enums: their orders must agree.
+#[test]
+fn series_arrays_follow_their_enums() {
+    for (index, outcome) in super::APPROVAL_OUTCOMES.iter().enumerate() {
+        assert_eq!(*outcome as usize, index, "{outcome:?}");
+    }
+    for (index, scope) in super::RATE_SCOPES.iter().enumerate() {
+        assert_eq!(*scope as usize, index, "{scope:?}");
+    }
+    for phase in [Phase::List, Phase::Call, Phase::Resource, Phase::Approve] {
+        let name = serde_json::to_value(phase).unwrap();
+        assert_eq!(json!(super::PHASES[super::phase_index(phase)]), name);
+    }
+}
