@@ -9,6 +9,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::{Guard, config_for, read, seed_id, start_with, temp_path, tool_error};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    ProtocolVersion,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::json;
 use zabbix_mcp_guard::config::{DecisionLogSink, SessionMode, StatusListenerConfig};
 
@@ -293,5 +302,67 @@ async fn the_status_listener_takes_metrics_off_the_mcp_listener() {
     assert!(refused.is_err(), "the MCP listener answered: {refused:?}");
     let scraped = scrape(&status).await;
     assert_eq!(scraped.get("connections_open"), 0.0);
+    guard.stop().await;
+}
+
+/// An MCP client that can answer form elicitations, and declines every approval.
+#[derive(Clone)]
+struct Decliner;
+
+impl ClientHandler for Decliner {
+    fn get_info(&self) -> ClientConfig {
+        let elicitation = ElicitationCapability::new().with_form(FormElicitationCapability::new());
+        let capabilities = ClientCapabilities::builder()
+            .enable_elicitation_with(elicitation)
+            .build();
+        ClientConfig::new(capabilities, Implementation::new("metrics-tests", "1.0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Decline))
+    }
+}
+
+#[tokio::test]
+async fn a_declined_approval_is_counted_and_nothing_is_sent() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.policy_dir = Some(policy_dir(POLICY));
+    config.session_mode = SessionMode::Stateful;
+    let guard = start_with(config).await;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(guard.url.as_str()).auth_header(&lab.token),
+    );
+    let client = Decliner.serve(transport).await.expect("client connects");
+    let before = scrape(&guard.base).await;
+    let now = unix_now();
+    let host = seed_id(&lab, "hosts", "mcp-web-01");
+    let args = json!({"name": format!("metrics decline {now}"), "hostids": [host],
+                      "active_since": now, "active_till": now + 3600});
+    let mut params = CallToolRequestParams::new("maintenance_create");
+    if let serde_json::Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    let result = client.call_tool(params).await.expect("tools/call");
+    assert_eq!(common::error_body(&result)["code"], "approval_declined");
+    let after = scrape(&guard.base).await;
+    let d = |series: &str| after.delta(&before, series);
+    assert_eq!(d("approvals_total{outcome=\"declined\"}"), 1.0);
+    assert_eq!(
+        after.sum("approvals_total{") - before.sum("approvals_total{"),
+        1.0
+    );
+    let declined = "tool_calls_total{tool=\"maintenance_create\",outcome=\"error\",code=\"approval_declined\"}";
+    assert_eq!(d(declined), 1.0);
+    assert_eq!(
+        after.sum("zabbix_requests_total{method=\"maintenance.create\""),
+        0.0
+    );
+    drop(client);
     guard.stop().await;
 }
