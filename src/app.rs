@@ -10,6 +10,7 @@ use crate::exposure::Exposure;
 use crate::mcp::approval::{ApprovalError, Approver};
 use crate::mcp::listing::ListDecisions;
 use crate::mcp::tools::ToolList;
+use crate::metrics::Metrics;
 use crate::policy::{
     DecisionLog, DecisionLogOptions, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode,
     PolicySource,
@@ -47,6 +48,8 @@ pub struct App {
     pub in_flight: InFlight,
     /// Connections closed at accept because `MaxConnections` were open.
     pub refused_connections: std::sync::atomic::AtomicU64,
+    /// Prometheus series counted on the request path (`/metrics`).
+    pub metrics: Arc<Metrics>,
     tools: RwLock<Option<Arc<ToolList>>>,
 }
 
@@ -105,6 +108,7 @@ impl App {
             config.approval_seal_key.as_ref().map(|k| k.expose()),
             store.clone(),
         )?;
+        let metrics = Arc::new(Metrics::new());
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
             timeout: config.timeout,
@@ -112,7 +116,8 @@ impl App {
             ignore_cert_errors: config.ignore_url_cert_errors,
             max_response_bytes: config.limits.max_zabbix_response_size,
             max_concurrency: config.limits.max_zabbix_concurrency,
-        })?;
+        })?
+        .with_metrics(metrics.clone());
         let limiter = RateLimiter::new(
             store.clone(),
             config.caller_limits.rate_limit,
@@ -133,6 +138,7 @@ impl App {
             limiter,
             in_flight: InFlight::default(),
             refused_connections: std::sync::atomic::AtomicU64::new(0),
+            metrics,
             tools: RwLock::new(None),
         }))
     }

@@ -240,6 +240,12 @@ pub struct ParamFlags {
     /// MaxConcurrent: per-caller ceiling of calls in flight [ZABBIX_MCP_GUARD_MAX_CONCURRENT]
     #[arg(long, value_name = "N")]
     pub max_concurrent: Option<String>,
+    /// StatusListenIP: status listener addresses (/metrics, /healthz, /readyz) [ZABBIX_MCP_GUARD_STATUS_LISTEN_IP]
+    #[arg(long, value_name = "LIST")]
+    pub status_listen_ip: Option<String>,
+    /// StatusListenPort: status listener port; without it /metrics is on the MCP listener [ZABBIX_MCP_GUARD_STATUS_LISTEN_PORT]
+    #[arg(long, value_name = "PORT")]
+    pub status_listen_port: Option<String>,
 }
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
@@ -361,6 +367,8 @@ impl ParamFlags {
             Param::ElicitationTimeout => one(&self.elicitation_timeout),
             Param::RateLimit => one(&self.rate_limit),
             Param::MaxConcurrent => one(&self.max_concurrent),
+            Param::StatusListenIp => one(&self.status_listen_ip),
+            Param::StatusListenPort => one(&self.status_listen_port),
             Param::Include => Vec::new(),
         }
     }

@@ -15,6 +15,7 @@ pub mod config;
 pub mod display;
 pub mod exposure;
 pub mod mcp;
+pub mod metrics;
 pub mod pidfile;
 pub mod policy;
 pub mod ratelimit;

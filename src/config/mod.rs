@@ -86,6 +86,16 @@ pub struct Config {
     pub limits: Limits,
     /// `RateLimit` and `MaxConcurrent`: per-caller ceilings over the policy's `rate`.
     pub caller_limits: CallerLimits,
+    /// `StatusListenIP`/`StatusListenPort`: a plain listener for `/metrics`, `/healthz` and
+    /// `/readyz`; `None` (the default) serves `/metrics` on the MCP listener.
+    pub status_listener: Option<StatusListenerConfig>,
+}
+
+/// `StatusListenIP` (default `0.0.0.0`) and `StatusListenPort`: no TLS, no `AllowedIP`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusListenerConfig {
+    pub listen_ip: Vec<IpAddr>,
+    pub listen_port: u16,
 }
 
 /// The file the approval seal key was read from, with its permission bits.

@@ -52,6 +52,8 @@ pub enum Param {
     ElicitationTimeout,
     RateLimit,
     MaxConcurrent,
+    StatusListenIp,
+    StatusListenPort,
     Include,
 }
 
@@ -300,6 +302,18 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::MaxConcurrent,
         "MaxConcurrent",
         "max-concurrent",
+        Arity::Single,
+    ),
+    (
+        Param::StatusListenIp,
+        "StatusListenIP",
+        "status-listen-ip",
+        Arity::Single,
+    ),
+    (
+        Param::StatusListenPort,
+        "StatusListenPort",
+        "status-listen-port",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),

@@ -97,6 +97,16 @@ fn value(config: &Config, param: Param) -> String {
             .map(|p| p.url.clone())
             .unwrap_or_default(),
         Param::ApprovalTimeout => config.approval_timeout.as_secs().to_string(),
+        Param::StatusListenIp => config
+            .status_listener
+            .as_ref()
+            .map(|s| join(s.listen_ip.iter()))
+            .unwrap_or_default(),
+        Param::StatusListenPort => config
+            .status_listener
+            .as_ref()
+            .map(|s| s.listen_port.to_string())
+            .unwrap_or_default(),
         Param::AllowTool
         | Param::DenyTool
         | Param::AllowToolRegexp

@@ -8,6 +8,7 @@ pub mod hangup;
 mod ready;
 pub mod routes;
 mod sessions;
+mod status;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -56,6 +57,8 @@ pub struct Server {
     addrs: Vec<SocketAddr>,
     /// The approval page's listeners (empty when it is off).
     approval_addrs: Vec<SocketAddr>,
+    /// The status listeners (empty when `/metrics` is on the MCP listener).
+    status_addrs: Vec<SocketAddr>,
     /// Stops the accept loops; connections then drain.
     cancel: CancellationToken,
     /// Ends rmcp's sessions, only after the connections drained, so in-flight calls finish.
@@ -79,11 +82,12 @@ impl Server {
         let cancel = CancellationToken::new();
         let mcp_cancel = CancellationToken::new();
         let (readiness, readiness_task) = Readiness::spawn(app.clone(), mcp_cancel.clone());
-        let endpoint = mcp_endpoint(&app, mcp_cancel.clone(), readiness);
-        let mut addrs = Vec::new();
-        let mut tasks = JoinSet::new();
         // One pool of connection slots for every listen address.
         let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
+        let mut endpoint = mcp_endpoint(&app, mcp_cancel.clone(), readiness);
+        endpoint.connection_slots = Some(slots.clone());
+        let mut addrs = Vec::new();
+        let mut tasks = JoinSet::new();
         for ip in &app.config.listen_ip {
             let addr = SocketAddr::new(*ip, app.config.listen_port);
             let (listener, local) = bind(addr, "mcp", tls.is_some()).await?;
@@ -102,10 +106,12 @@ impl Server {
         }
         let approval_addrs =
             crate::approval_page::start(&app, tls.clone(), cancel.clone(), &mut tasks).await?;
+        let status_addrs = status::start(&app, &endpoint, cancel.clone(), &mut tasks).await?;
         let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
         Ok(Server {
             addrs,
             approval_addrs,
+            status_addrs,
             cancel,
             mcp_cancel,
             tasks,
@@ -121,6 +127,11 @@ impl Server {
 
     pub fn approval_addrs(&self) -> &[SocketAddr] {
         &self.approval_addrs
+    }
+
+    /// Where `/metrics`, `/healthz` and `/readyz` are served apart from MCP, if configured.
+    pub fn status_addrs(&self) -> &[SocketAddr] {
+        &self.status_addrs
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), then returns.
@@ -256,6 +267,7 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
         hosts: Arc::new(hosts),
         readiness,
         sessions,
+        connection_slots: None,
     }
 }
 

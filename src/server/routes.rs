@@ -1,4 +1,5 @@
-//! HTTP routing: `/healthz`, `/readyz`, and `/mcp` (authenticated, then handed to rmcp).
+//! HTTP routing: `/healthz`, `/readyz`, `/metrics` (unless the status listener serves it),
+//! and `/mcp` (authenticated, then handed to rmcp).
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -39,6 +40,8 @@ pub struct McpEndpoint {
     pub(crate) readiness: Readiness,
     /// Session owners and the session cap (stateful mode only).
     pub(crate) sessions: Option<Arc<SessionOwners>>,
+    /// The MCP listener's `MaxConnections` slots, read by `/metrics` (none without a socket).
+    pub(crate) connection_slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 #[derive(Clone)]
@@ -75,6 +78,10 @@ where
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
         (&Method::GET, "/readyz") => readiness(&app, &mcp.readiness).await,
+        // Behind AllowedIP, checked at accept like every request on this listener.
+        (&Method::GET, "/metrics") if app.config.status_listener.is_none() => {
+            crate::server::status::metrics(&app, &mcp).await
+        }
         (_, "/mcp") => {
             // Host/Origin first: a rebinding page must not even learn whether a token works.
             if let Err(error) = mcp.hosts.check(request.uri(), request.headers()) {
@@ -162,7 +169,7 @@ fn closing(mut response: Response<Body>) -> Response<Body> {
 
 /// Ready when Zabbix answered the last background check and a policy set is loaded
 /// (without one every call is denied). Reads cached state only.
-async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
+pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
     let policy = app.policy.status();
     let policy_json = json!({
         "source": policy.source.kind(),

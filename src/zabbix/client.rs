@@ -2,8 +2,8 @@
 //! handshake per connection), the token sent the way each version accepts, every call
 //! bounded by `Timeout`, and the API version cached.
 
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::metrics::Metrics;
 use crate::zabbix::caller::ApiToken;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
@@ -57,6 +58,8 @@ pub struct ZabbixClient {
     slots: Semaphore,
     version: RwLock<Option<ZabbixVersion>>,
     next_id: AtomicU64,
+    /// Counts every request and its duration, when the app set it.
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Serialize)]
@@ -129,7 +132,14 @@ impl ZabbixClient {
             slots: Semaphore::new(settings.max_concurrency),
             version: RwLock::new(None),
             next_id: AtomicU64::new(1),
+            metrics: None,
         })
+    }
+
+    /// Counts requests in `metrics` (`zabbix_requests_total`, the duration histogram).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     pub fn api_url(&self) -> &str {
@@ -248,10 +258,15 @@ impl ZabbixClient {
                 .map_err(|_| ZabbixError::Request("the call slots are closed".into()))?;
             round_trip(http, request, self.max_response_bytes).await
         };
-        match tokio::time::timeout(self.timeout, call).await {
+        let started = std::time::Instant::now();
+        let result = match tokio::time::timeout(self.timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(ZabbixError::Timeout(self.timeout)),
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.zabbix_request(payload.method, &result, started.elapsed());
         }
+        result
     }
 }
 

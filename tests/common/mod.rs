@@ -107,6 +107,14 @@ impl Guard {
         self.server.as_ref().expect("the sidecar is running").app()
     }
 
+    /// The status listener's addresses (`StatusListenPort`), if it runs.
+    pub fn status_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.server
+            .as_ref()
+            .map(|s| s.status_addrs().to_vec())
+            .unwrap_or_default()
+    }
+
     pub async fn stop(mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown().await;
