@@ -137,6 +137,18 @@ async fn over_the_policy_rate_nothing_reaches_zabbix_and_the_budget_comes_back()
             .refused(zabbix_mcp_guard::ratelimit::Scope::PolicyRate),
         1
     );
+    let metrics = reqwest::get(format!("{}/metrics", guard.base))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "zabbix_mcp_guard_rate_limited_total{scope=\"policy_rate\"} 1"),
+        "the metric counts the refusal:\n{metrics}"
+    );
 
     // Other tools have no budget in this policy; the limited one refills with time.
     let hosts = common::read(&client, "hostgroup_get", json!({"limit": 1})).await;
