@@ -152,7 +152,13 @@ async fn exchange(
     if status != StatusCode::OK {
         let code = serde_json::from_slice::<Value>(&body)
             .ok()
-            .and_then(|v| v["code"].as_str().map(str::to_owned))
+            .and_then(|v| {
+                // Refusals before MCP carry `error`; rmcp's own carry a JSON-RPC `error`.
+                v["error"]
+                    .as_str()
+                    .or_else(|| v["error"]["data"]["code"].as_str())
+                    .map(str::to_owned)
+            })
             .unwrap_or_default();
         return Ok(Some(format!(
             "http_{}{}{code}",

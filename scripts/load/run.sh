@@ -76,6 +76,6 @@ status=0
     --slow "$SLOW" --secs "$SECS" --sample-secs "$SAMPLE_SECS" --mix "$MIX" || status=$?
 
 echo "sidecar after the load: $(grep -E 'VmRSS|VmHWM' /proc/$sidecar_pid/status | tr -s ' \t' ' ' | paste -sd ' ')"
-echo "decision log lines: $(wc -l <"$OUT/decisions.log"); sidecar warnings/errors: $(grep -cE '"level":"(WARN|ERROR)"|WARN|ERROR' "$OUT/sidecar.log" || true)"
+echo "decision log lines: $(wc -l <"$OUT/decisions.log"); sidecar WARN/ERROR lines: $(grep -cE " (WARN|ERROR) " "$OUT/sidecar.log" || true)"
 echo "logs in $OUT"
 exit "$status"
