@@ -84,7 +84,9 @@ where
             if let Err(error) = mcp.hosts.check(request.uri(), request.headers()) {
                 return refused(&error);
             }
-            match guard::authenticate(&app, request.headers(), peer).await {
+            // Boxed: the identity lookup (a cache that may call Zabbix) is the largest part
+            // of this future, and requests waiting at the MCP gate need none of it.
+            match Box::pin(guard::authenticate(&app, request.headers(), peer)).await {
                 Ok(caller) => {
                     let token_id = caller.token_id.clone();
                     request.extensions_mut().insert(caller);
