@@ -191,6 +191,8 @@ fn zabbix_code(error: &ZabbixError) -> &'static str {
     match error {
         ZabbixError::Api { .. } => "zabbix_error",
         ZabbixError::Timeout(_) => "upstream_timeout",
+        // The sidecar's own limit, retryable: 503 when it refuses a request before MCP.
+        ZabbixError::Overloaded { .. } => "overloaded",
         ZabbixError::Unavailable(_)
         | ZabbixError::HttpStatus(_)
         | ZabbixError::BadResponse(_)
@@ -400,6 +402,19 @@ mod tests {
             (ours.status, ours.code),
             (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
         );
+        // Our own overload: neither Zabbix's timeout nor an internal error; retryable.
+        let overloaded = ZabbixError::Overloaded {
+            limit: 64,
+            waited: Duration::from_secs(3),
+        };
+        let busy = refusal(&GuardError::Caller(CallerError::Upstream(
+            overloaded.clone(),
+        )));
+        assert_eq!(
+            (busy.status, busy.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+        assert_eq!(ToolError::from(overloaded).code(), "overloaded");
     }
 
     #[test]

@@ -348,6 +348,8 @@ fn zabbix_result(result: &Result<Value, ZabbixError>) -> &'static str {
         Err(ZabbixError::ResponseTooLarge(_)) => "too_large",
         Err(ZabbixError::HttpStatus(_)) => "http_error",
         Err(ZabbixError::BadResponse(_)) => "bad_response",
+        // Never sent: no MaxZabbixConcurrency slot came free within Timeout.
+        Err(ZabbixError::Overloaded { .. }) => "overloaded",
         Err(ZabbixError::Request(_) | ZabbixError::BadUrl { .. } | ZabbixError::Tls(_)) => {
             "internal_error"
         }

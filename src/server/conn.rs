@@ -30,6 +30,11 @@ use crate::approval_page::Page;
 use crate::config::Limits;
 use crate::server::routes::{self, Body, McpEndpoint};
 
+/// The most an HTTP/1 connection buffers (hyper's default is about 400 kB): request heads
+/// are small and bodies stream through in chunks of at most this size, so a thousand
+/// connections cannot hold hundreds of MB in buffers.
+const MAX_CONN_BUFFER_BYTES: usize = 64 * 1024;
+
 /// What every connection of one listener shares.
 #[derive(Clone)]
 pub(crate) struct ConnContext {
@@ -171,7 +176,10 @@ where
         };
         let app = app.clone();
         let served = served.clone();
-        async move {
+        // Boxed: hyper keeps one slot the size of this future for the whole life of a
+        // connection; boxed, an idle keep-alive connection holds a pointer, not the state
+        // of a whole request (several kB), and a request's state lives only while it runs.
+        Box::pin(async move {
             let response = match served {
                 Routes::Mcp(endpoint) => routes::handle(app, endpoint, request, peer).await,
                 Routes::ApprovalPage(page) => {
@@ -182,13 +190,14 @@ where
                 inner,
                 _guard: guard,
             }))
-        }
+        })
     });
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header);
+        .header_read_timeout(limits.header)
+        .max_buf_size(MAX_CONN_BUFFER_BYTES);
     builder
         .http2()
         .timer(TokioTimer::new())

@@ -3,6 +3,7 @@
 //! lets in-flight calls finish.
 
 mod conn;
+mod gate;
 pub mod guard;
 pub mod hangup;
 mod ready;
@@ -31,6 +32,7 @@ use crate::mcp::GuardHandler;
 use crate::policy::DEFAULT_POLL_INTERVAL;
 use crate::server::conn::ConnContext;
 pub(crate) use crate::server::conn::Routes;
+use crate::server::gate::McpGate;
 use crate::server::guard::AllowedHosts;
 use crate::server::ready::Readiness;
 use crate::server::routes::{MAX_REQUEST_BODY_BYTES, McpEndpoint, McpService};
@@ -262,12 +264,21 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
             )
         }
     };
+    // The stateful mode keeps requests in rmcp's sessions (an elicitation waits there for
+    // minutes), bounded by `MaxSessions` instead.
+    let gate = sessions.is_none().then(|| {
+        Arc::new(McpGate::new(
+            app.config.limits.max_zabbix_concurrency,
+            app.config.timeout,
+        ))
+    });
     McpEndpoint {
         service,
         hosts: Arc::new(hosts),
         readiness,
         sessions,
         connection_slots: None,
+        gate,
     }
 }
 
