@@ -64,6 +64,13 @@ test_history_limited_to_seven_days if {
 	d.max_limit == 1000
 }
 
+test_generous_per_caller_limits if {
+	r := mcp.decision with input as base
+	r.rate == {"calls": 10000, "per_seconds": 1, "concurrent": 1000}
+	w := mcp.decision with input as object.union(base, {"tool": write_tool})
+	w.rate == {"calls": 600, "per_seconds": 60, "concurrent": 16}
+}
+
 test_unknown_input_version_denied if {
 	d := mcp.decision with input as object.union(base, {"version": 2})
 	d.allow == false

@@ -10,10 +10,12 @@ use crate::exposure::Exposure;
 use crate::mcp::approval::{ApprovalError, Approver};
 use crate::mcp::listing::ListDecisions;
 use crate::mcp::tools::ToolList;
+use crate::metrics::Metrics;
 use crate::policy::{
     DecisionLog, DecisionLogOptions, DecisionLogSink, PolicyEngine, PolicyError, PolicyMode,
     PolicySource,
 };
+use crate::ratelimit::RateLimiter;
 use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
@@ -40,10 +42,14 @@ pub struct App {
     pub approver: Approver,
     /// Page approvals and single-use records: memory, or Redis shared by replicas.
     pub store: Arc<Store>,
+    /// Per-caller limits (policy `rate`, `RateLimit`, `MaxConcurrent`), in the same store.
+    pub limiter: RateLimiter,
     /// Tool calls and resource reads under way; shutdown waits for them.
     pub in_flight: InFlight,
     /// Connections closed at accept because `MaxConnections` were open.
     pub refused_connections: std::sync::atomic::AtomicU64,
+    /// Prometheus series counted on the request path (`/metrics`).
+    pub metrics: Arc<Metrics>,
     tools: RwLock<Option<Arc<ToolList>>>,
 }
 
@@ -102,6 +108,7 @@ impl App {
             config.approval_seal_key.as_ref().map(|k| k.expose()),
             store.clone(),
         )?;
+        let metrics = Arc::new(Metrics::new());
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),
             timeout: config.timeout,
@@ -109,7 +116,13 @@ impl App {
             ignore_cert_errors: config.ignore_url_cert_errors,
             max_response_bytes: config.limits.max_zabbix_response_size,
             max_concurrency: config.limits.max_zabbix_concurrency,
-        })?;
+        })?
+        .with_metrics(metrics.clone());
+        let limiter = RateLimiter::new(
+            store.clone(),
+            config.caller_limits.rate_limit,
+            config.caller_limits.max_concurrent,
+        );
         let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
         Ok(Arc::new(App {
             config,
@@ -122,8 +135,10 @@ impl App {
             list_decisions: ListDecisions::default(),
             approver,
             store,
+            limiter,
             in_flight: InFlight::default(),
             refused_connections: std::sync::atomic::AtomicU64::new(0),
+            metrics,
             tools: RwLock::new(None),
         }))
     }

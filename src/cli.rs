@@ -234,6 +234,18 @@ pub struct ParamFlags {
     /// ElicitationTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_ELICITATION_TIMEOUT]
     #[arg(long, value_name = "VALUE")]
     pub elicitation_timeout: Option<String>,
+    /// RateLimit: per-caller ceiling <calls>/<seconds>, e.g. 600/60 [ZABBIX_MCP_GUARD_RATE_LIMIT]
+    #[arg(long, value_name = "CALLS/SECONDS")]
+    pub rate_limit: Option<String>,
+    /// MaxConcurrent: per-caller ceiling of calls in flight [ZABBIX_MCP_GUARD_MAX_CONCURRENT]
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<String>,
+    /// StatusListenIP: status listener addresses (/metrics, /healthz, /readyz) [ZABBIX_MCP_GUARD_STATUS_LISTEN_IP]
+    #[arg(long, value_name = "LIST")]
+    pub status_listen_ip: Option<String>,
+    /// StatusListenPort: status listener port; without it /metrics is on the MCP listener [ZABBIX_MCP_GUARD_STATUS_LISTEN_PORT]
+    #[arg(long, value_name = "PORT")]
+    pub status_listen_port: Option<String>,
 }
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
@@ -353,6 +365,10 @@ impl ParamFlags {
             Param::MaxSessions => one(&self.max_sessions),
             Param::SessionIdleTimeout => one(&self.session_idle_timeout),
             Param::ElicitationTimeout => one(&self.elicitation_timeout),
+            Param::RateLimit => one(&self.rate_limit),
+            Param::MaxConcurrent => one(&self.max_concurrent),
+            Param::StatusListenIp => one(&self.status_listen_ip),
+            Param::StatusListenPort => one(&self.status_listen_port),
             Param::Include => Vec::new(),
         }
     }

@@ -1,15 +1,16 @@
 //! Issue 12, connections: a raw TCP client that stalls at each stage (TLS handshake,
-//! HTTP/1-or-2 detection, request head, body, keep-alive gap) is closed by the sidecar
-//! within its limit, and connections beyond `MaxConnections` are refused. Each test waits
-//! for the close itself; the only bound is a generous one that turns a hang into a failure.
+//! HTTP/1-or-2 detection, request head, body, keep-alive gap) or trickles its head or body
+//! is closed by the sidecar within its limit, and connections beyond `MaxConnections` are
+//! refused; on the MCP listener and on the approval page's. Each test waits for the close
+//! itself; the only bound is a generous one that turns a hang into a failure.
 
 mod common;
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use zabbix_mcp_guard::config::{Config, TlsAccept};
+use zabbix_mcp_guard::config::{ApprovalPageConfig, Config, TlsAccept};
 
 use common::{Guard, start_with};
 
@@ -32,7 +33,7 @@ fn addr(guard: &Guard) -> String {
 }
 
 /// Reads until the server closes (EOF or reset); returns what it sent before.
-async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+async fn until_closed(stream: &mut (impl AsyncRead + Unpin)) -> Vec<u8> {
     let mut seen = Vec::new();
     let read_all = async {
         let mut buf = [0u8; 4096];
@@ -95,10 +96,10 @@ async fn a_client_that_stalls_at_any_stage_is_closed() {
     guard.stop().await;
 }
 
-#[tokio::test]
-async fn an_idle_http2_connection_is_closed() {
-    let guard = guard_with(|_| {}).await;
-    let stream = TcpStream::connect(addr(&guard)).await.unwrap();
+/// Opens an HTTP/2 connection to `addr`, answers one `GET path`, then keeps its side open
+/// until the sidecar closes the idle connection.
+async fn idle_http2_closed(addr: &str, path: &str) {
+    let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http2::handshake(
         hyper_util::rt::TokioExecutor::new(),
         hyper_util::rt::TokioIo::new(stream),
@@ -106,34 +107,45 @@ async fn an_idle_http2_connection_is_closed() {
     .await
     .unwrap();
     let connection = tokio::spawn(connection);
-    let request = http::Request::get(format!("{}/healthz", guard.base))
+    let request = http::Request::get(format!("http://{addr}{path}"))
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .unwrap();
     let response = sender.send_request(request).await.unwrap();
-    assert_eq!(response.status(), 200);
+    assert_eq!(response.status(), 200, "{addr}{path}");
     drop(response);
-    // The client keeps its side open; the sidecar ends the idle connection.
     tokio::time::timeout(GENEROUS, connection)
         .await
         .expect("the sidecar closed the idle HTTP/2 connection")
         .unwrap()
         .ok();
     drop(sender);
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed() {
+    let (guard, page) = guard_with_page(|_| {}).await;
+    idle_http2_closed(&addr(&guard), "/healthz").await;
+    idle_http2_closed(&page, "/approvals/login").await;
     guard.stop().await;
 }
 
 #[tokio::test]
 async fn a_stalled_tls_handshake_is_closed() {
     let pki = common::tls::pki("conn-limits");
-    let guard = guard_with(|c| {
+    let (guard, page) = guard_with_page(|c| {
         c.tls_accept = TlsAccept::Cert;
         c.tls_cert_file = Some(pki.cert_file.clone());
         c.tls_key_file = Some(pki.key_file.clone());
     })
     .await;
-    assert!(stalled_after(&guard, b"").await.is_empty());
-    // Half a ClientHello record header.
-    assert!(stalled_after(&guard, &[0x16, 0x03, 0x01]).await.is_empty());
+    for listener in [addr(&guard), page] {
+        for sent in [&b""[..], &[0x16, 0x03, 0x01]] {
+            // Nothing, or half a ClientHello record header.
+            let mut stream = TcpStream::connect(&listener).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            assert!(until_closed(&mut stream).await.is_empty(), "{listener}");
+        }
+    }
     guard.stop().await;
 }
 
@@ -149,19 +161,14 @@ async fn connections_beyond_max_connections_are_refused() {
     let second = TcpStream::connect(addr(&guard)).await.unwrap();
     // The two above were accepted once a third one is refused: wait for that refusal.
     let app = guard.app().clone();
-    let mut third_closed_at_once = false;
-    for _ in 0..200 {
+    common::wait_until("a third connection refused", GENEROUS, async || {
         let mut third = TcpStream::connect(addr(&guard)).await.unwrap();
         let _ = third
             .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             .await;
-        let answer = until_closed(&mut third).await;
-        if answer.is_empty() {
-            third_closed_at_once = true;
-            break;
-        }
-    }
-    assert!(third_closed_at_once, "a third connection was served");
+        until_closed(&mut third).await.is_empty()
+    })
+    .await;
     assert!(
         app.refused_connections
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -171,16 +178,167 @@ async fn connections_beyond_max_connections_are_refused() {
     drop(first);
     drop(second);
     let http = reqwest::Client::new();
-    let mut served = false;
-    for _ in 0..200 {
-        if let Ok(r) = http.get(format!("{}/healthz", guard.base)).send().await
-            && r.status() == 200
-        {
-            served = true;
-            break;
+    common::wait_until("the sidecar serves again", GENEROUS, async || {
+        http.get(format!("{}/healthz", guard.base))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    guard.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The approval page's listener has the same limits (its own MaxConnections pool).
+
+/// A sidecar with the approval page on a port of its own; returns it and the page's address.
+async fn guard_with_page(adjust: impl FnOnce(&mut Config)) -> (Guard, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let guard = guard_with(|c| {
+        c.approval_page = Some(ApprovalPageConfig {
+            listen_ip: vec!["127.0.0.1".parse().unwrap()],
+            listen_port: port,
+            allowed_ip: vec!["127.0.0.1/32".parse().unwrap()],
+            allowed_ip_raw: "127.0.0.1".into(),
+            url: format!("http://127.0.0.1:{port}"),
+        });
+        adjust(c);
+    })
+    .await;
+    (guard, format!("127.0.0.1:{port}"))
+}
+
+/// Sends `head`, then one byte of `trickle` every 200 ms (a byte arrives well inside every
+/// limit, the whole never does) until the server closes; returns what it answered.
+async fn trickled(addr: &str, head: &[u8], trickle: &'static [u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let drip = tokio::spawn(async move {
+        // Pacing of the slow client, not a wait for a condition.
+        let mut ticker = tokio::time::interval(Duration::from_millis(200));
+        ticker.tick().await;
+        for byte in trickle.iter().cycle() {
+            ticker.tick().await;
+            if writer.write_all(&[*byte]).await.is_err() {
+                break;
+            }
         }
-        tokio::task::yield_now().await;
-    }
-    assert!(served, "the sidecar serves again once slots are free");
+    });
+    let answer = until_closed(&mut reader).await;
+    drip.abort();
+    answer
+}
+
+#[tokio::test]
+async fn slow_clients_of_the_approval_page_are_closed() {
+    let (guard, page) = guard_with_page(|_| {}).await;
+    // Silent after connect; half a head; a head that trickles in forever.
+    let mut silent = TcpStream::connect(&page).await.unwrap();
+    assert!(until_closed(&mut silent).await.is_empty());
+    let mut half = TcpStream::connect(&page).await.unwrap();
+    half.write_all(b"GET /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    assert!(until_closed(&mut half).await.is_empty());
+    let answer = trickled(
+        &page,
+        b"GET /approvals/login HTTP/1.1\r\n",
+        b"X-Slow: a\r\n",
+    )
+    .await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    // A form body that trickles in forever: 408 naming BodyTimeout, then closed.
+    let answer = trickled(
+        &page,
+        b"POST /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+          Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 10000\r\n\r\n",
+        b"a=b&",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("BodyTimeout"), "{text}");
+    // An answered request, then an idle keep-alive connection.
+    let mut idle = TcpStream::connect(&page).await.unwrap();
+    idle.write_all(b"GET /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = until_closed(&mut idle).await;
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn slow_clients_of_the_mcp_listener_are_closed_while_trickling() {
+    let guard = guard_with(|_| {}).await;
+    let addr = addr(&guard);
+    let answer = trickled(&addr, b"GET /healthz HTTP/1.1\r\n", b"X-Slow: a\r\n").await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    let answer = trickled(
+        &addr,
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer slow-body\r\n\
+          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+          Content-Length: 10000\r\n\r\n",
+        b" ",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn approval_page_connections_beyond_max_connections_are_refused() {
+    let (guard, page) = guard_with_page(|c| {
+        c.limits.max_connections = 2;
+        c.limits.header = Duration::from_secs(30);
+    })
+    .await;
+    let app = guard.app().clone();
+    let refused = || {
+        app.refused_connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let first = TcpStream::connect(&page).await.unwrap();
+    let second = TcpStream::connect(&page).await.unwrap();
+    // Once both holders are accepted a third is closed unanswered.
+    let mut attempts = 0;
+    common::wait_until("a third page connection refused", GENEROUS, async || {
+        attempts += 1;
+        let mut third = TcpStream::connect(&page).await.unwrap();
+        let _ = third
+            .write_all(b"GET /approvals/login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await;
+        until_closed(&mut third).await.is_empty()
+    })
+    .await;
+    assert!(refused() >= 1);
+    // The page's pool is its own: the MCP listener still serves.
+    let http = reqwest::Client::new();
+    let health = http
+        .get(format!("{}/healthz", guard.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    // Freed slots serve the page again.
+    drop(first);
+    drop(second);
+    common::wait_until("the page serves again", GENEROUS, async || {
+        http.get(format!("http://{page}/approvals/login"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    eprintln!(
+        "approval page: refused {} connection(s) over MaxConnections=2 in {attempts} attempt(s)",
+        refused()
+    );
     guard.stop().await;
 }

@@ -6,6 +6,11 @@
 //! and open descriptors sampled every 10 s (of this process: sidecar and clients together).
 //!
 //! `SOAK_SECS=600 cargo test --release --test soak -- --ignored --nocapture`
+//!
+//! This one checks the sidecar with real rmcp clients in one process, so its figures
+//! include the clients' cost and memory. The published load figures come from
+//! `scripts/load/run.sh` (benches/load): the released binary driven from another process,
+//! its own RSS and descriptors read from /proc.
 
 mod common;
 

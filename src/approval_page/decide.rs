@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use crate::app::App;
+use crate::metrics::ApprovalOutcome;
 use crate::policy::{CallerInfo, Decision, Phase, PolicyInput};
 use crate::store::{ApprovalRecord, DecidedBy, From, Status, unix_now};
 use crate::zabbix::{ApiToken, Identity};
@@ -100,6 +101,7 @@ pub(crate) async fn decide(
     let input = approve_input(record, approver, token);
     let decision = app.policy.decide(&input);
     app.decisions.record(&decision, &input);
+    app.metrics.policy_decision(Phase::Approve, &decision);
     // Dry-run lets calls through, but never makes a person an approver the policy refuses.
     if !decision.allow || decision.dry_run_would_deny {
         let reason = format!(
@@ -114,9 +116,17 @@ pub(crate) async fn decide(
         username: approver.username.clone(),
         at: now,
     };
-    let (to, event) = match choice {
-        Choice::Approve => (Status::Approved(by), "approved"),
-        Choice::Decline => (Status::Declined(by), "declined"),
+    let (to, event, counted) = match choice {
+        Choice::Approve => (
+            Status::Approved(by),
+            "approved",
+            ApprovalOutcome::PageApproved,
+        ),
+        Choice::Decline => (
+            Status::Declined(by),
+            "declined",
+            ApprovalOutcome::PageDeclined,
+        ),
     };
     let Some(decided) = app
         .store
@@ -127,6 +137,7 @@ pub(crate) async fn decide(
             "Someone else decided this change first, or it expired.".into(),
         ));
     };
+    app.metrics.approval(counted);
     app.decisions.event(
         &record.decision_id,
         event,
@@ -156,6 +167,7 @@ pub(crate) async fn expire(
         .await?
         .is_some()
     {
+        app.metrics.approval(ApprovalOutcome::PageExpired);
         app.decisions.event(
             &record.decision_id,
             "approval_expired",

@@ -12,19 +12,18 @@ mod summary;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
-use tokio::net::TcpListener;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
-use crate::server::ServerError;
-use crate::server::guard;
+use crate::server::routes::Body;
+use crate::server::{self, Listener, Routes, ServerError};
 
 use session::Sessions;
 
@@ -35,7 +34,9 @@ pub(crate) struct Page {
     tls: bool,
 }
 
-/// Binds the approval listeners, if configured, and serves them until `cancel`.
+/// Binds the approval listeners, if configured, and serves them until `cancel` with the
+/// MCP listener's connection limits (`crate::server::serve_listener`); the page has its own
+/// pool of `MaxConnections` slots, so neither listener can starve the other.
 pub async fn start(
     app: &Arc<App>,
     tls: Option<TlsAcceptor>,
@@ -50,90 +51,34 @@ pub async fn start(
         sessions: Sessions::new(app),
         tls: tls.is_some(),
     });
+    let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
     let mut addrs = Vec::new();
     for ip in &config.listen_ip {
         let addr = SocketAddr::new(*ip, config.listen_port);
         let (listener, local) = crate::server::bind(addr, "approval_page", tls.is_some()).await?;
         addrs.push(local);
-        tasks.spawn(accept_loop(
+        tasks.spawn(server::serve_listener(
             listener,
-            page.clone(),
-            config.allowed_ip.clone(),
-            tls.clone(),
-            cancel.clone(),
+            Listener {
+                app: app.clone(),
+                routes: Routes::ApprovalPage(page.clone()),
+                tls: tls.clone(),
+                allowed: config.allowed_ip.clone(),
+                shutdown: cancel.clone(),
+                slots: slots.clone(),
+            },
         ));
     }
     Ok(addrs)
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    page: Arc<Page>,
-    allowed: Vec<ipnet::IpNet>,
-    tls: Option<TlsAcceptor>,
-    cancel: CancellationToken,
-) {
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = cancel.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(error) => {
-                    tracing::warn!(%error, "approval page: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        if !guard::peer_allowed(&allowed, peer.ip()) {
-            tracing::info!(client.address = %peer.ip(), "approval page: not in ApprovalAllowedIP");
-            continue;
-        }
-        spawn_connection(stream, peer.ip(), page.clone(), tls.clone());
-    }
-}
-
-fn spawn_connection(
-    stream: tokio::net::TcpStream,
+/// Answers one request of the page (called by the shared connection code).
+pub(crate) async fn handle(
+    page: &Page,
+    request: Request<Incoming>,
     peer: IpAddr,
-    page: Arc<Page>,
-    tls: Option<TlsAcceptor>,
-) {
-    let limits = &page.app.config.limits;
-    let (handshake, header) = (limits.tls_handshake, limits.header);
-    let service = service_fn(move |request| {
-        let page = page.clone();
-        async move { Ok::<_, std::convert::Infallible>(routes::handle(&page, request, peer).await) }
-    });
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header);
-    tokio::spawn(async move {
-        let result = match tls {
-            None => {
-                builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-            }
-            Some(acceptor) => match tokio::time::timeout(handshake, acceptor.accept(stream))
-                .await
-                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
-            {
-                Ok(tls_stream) => {
-                    builder
-                        .serve_connection(TokioIo::new(tls_stream), service)
-                        .await
-                }
-                Err(error) => {
-                    tracing::info!(client.address = %peer, %error, "approval page: TLS handshake failed");
-                    return;
-                }
-            },
-        };
-        if let Err(error) = result {
-            tracing::debug!(client.address = %peer, %error, "approval page: connection error");
-        }
-    });
+) -> Response<Body> {
+    routes::handle(page, request, peer)
+        .await
+        .map(BodyExt::boxed)
 }

@@ -1,6 +1,7 @@
 //! Requests of the approval page: sign-in and sign-out, the list, one approval, deciding.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -38,9 +39,9 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
         .find(|(k, _)| k == LOGIN_COOKIE)
         .map(|(_, v)| v.clone());
     let form = if method == Method::POST {
-        match read_form(request).await {
-            Some(form) => form,
-            None => return plain(StatusCode::PAYLOAD_TOO_LARGE, "Bad form"),
+        match read_form(request, page.app.config.limits.body).await {
+            Ok(form) => form,
+            Err(reply) => return reply,
         }
     } else {
         Vec::new()
@@ -319,13 +320,40 @@ fn cookies(request: &Request<Incoming>) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn read_form(request: Request<Incoming>) -> Option<Vec<(String, String)>> {
-    let body = Limited::new(request.into_body(), MAX_FORM_BYTES)
-        .collect()
-        .await
-        .ok()?
-        .to_bytes();
-    Some(form_urlencoded::parse(&body).into_owned().collect())
+/// Reads the form within `BodyTimeout` (a client that trickles its body is answered 408
+/// and the connection closed, as on the MCP listener) and `MAX_FORM_BYTES`.
+async fn read_form(
+    request: Request<Incoming>,
+    timeout: Duration,
+) -> Result<Vec<(String, String)>, Reply> {
+    let body = Limited::new(request.into_body(), MAX_FORM_BYTES).collect();
+    match tokio::time::timeout(timeout, body).await {
+        Ok(Ok(body)) => Ok(form_urlencoded::parse(&body.to_bytes())
+            .into_owned()
+            .collect()),
+        Ok(Err(_)) => Err(closing(plain(StatusCode::PAYLOAD_TOO_LARGE, "Bad form"))),
+        Err(_) => {
+            tracing::info!(
+                timeout_s = timeout.as_secs(),
+                "approval page: request body not received in time (BodyTimeout)"
+            );
+            Err(closing(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "The form did not arrive within {}s (BodyTimeout).",
+                    timeout.as_secs()
+                ),
+            )))
+        }
+    }
+}
+
+/// HTTP/1 closes the connection after this reply (the rest of the body is unread).
+fn closing(mut reply: Reply) -> Reply {
+    reply
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    reply
 }
 
 fn next_of(query: &str) -> String {

@@ -14,7 +14,7 @@ use super::seal_key;
 use super::values;
 use super::{
     ApprovalPageConfig, Config, DecisionLogSink, LogType, PolicyMode, Secret, SessionMode,
-    TlsAccept,
+    StatusListenerConfig, TlsAccept,
 };
 
 pub const DEFAULT_LISTEN_PORT: u16 = 8443;
@@ -127,6 +127,8 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
                 .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS),
         ),
         limits: super::limits::build(r)?,
+        caller_limits: super::caller_limits::build(r)?,
+        status_listener: status_listener(r)?,
     };
     check_cross_rules(r, &config)?;
     Ok(config)
@@ -281,6 +283,47 @@ fn approval_page(r: &Resolved) -> Result<Option<ApprovalPageConfig>, ConfigError
         allowed_ip: values::allowed_ip(&allowed.at(), &allowed.value)?,
         allowed_ip_raw: allowed.value.clone(),
         url: base.trim_end_matches('/').to_owned(),
+    }))
+}
+
+/// The status listener is off unless `StatusListenPort` is given; `StatusListenIP` alone is
+/// an error (it would silently do nothing), and so is the MCP listener's port.
+fn status_listener(r: &Resolved) -> Result<Option<StatusListenerConfig>, ConfigError> {
+    let port = r
+        .get(Param::StatusListenPort)
+        .filter(|e| !e.value.is_empty());
+    let ip = r.get(Param::StatusListenIp).filter(|e| !e.value.is_empty());
+    let Some(port) = port else {
+        return match ip {
+            Some(ip) => Err(ConfigError::conflict(
+                &ip.at(),
+                "StatusListenIP needs StatusListenPort",
+            )),
+            None => Ok(None),
+        };
+    };
+    let value = values::integer(
+        &port.at(),
+        &port.value,
+        LISTEN_PORT_RANGE.0,
+        LISTEN_PORT_RANGE.1,
+    )?;
+    let listen_port = u16::try_from(value).unwrap_or(DEFAULT_LISTEN_PORT);
+    let mcp_port = int(r, Param::ListenPort, LISTEN_PORT_RANGE)?.map_or(DEFAULT_LISTEN_PORT, |v| {
+        u16::try_from(v).unwrap_or(DEFAULT_LISTEN_PORT)
+    });
+    if listen_port == mcp_port {
+        return Err(ConfigError::conflict(
+            &port.at(),
+            "StatusListenPort must differ from ListenPort",
+        ));
+    }
+    Ok(Some(StatusListenerConfig {
+        listen_ip: match ip {
+            Some(e) => values::listen_ip(&e.at(), &e.value)?,
+            None => vec![std::net::Ipv4Addr::UNSPECIFIED.into()],
+        },
+        listen_port,
     }))
 }
 

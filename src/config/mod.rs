@@ -3,6 +3,7 @@
 //! order of precedence), validated once at start.
 
 mod build;
+mod caller_limits;
 mod error;
 mod file;
 mod image;
@@ -30,6 +31,7 @@ use ipnet::IpNet;
 
 use crate::exposure::ToolRule;
 
+pub use caller_limits::CallerLimits;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
 pub use image::EnvContract;
@@ -82,6 +84,18 @@ pub struct Config {
     pub approval_timeout: Duration,
     /// The resource limits of issue 12 (timeouts per stage, caps).
     pub limits: Limits,
+    /// `RateLimit` and `MaxConcurrent`: per-caller ceilings over the policy's `rate`.
+    pub caller_limits: CallerLimits,
+    /// `StatusListenIP`/`StatusListenPort`: a plain listener for `/metrics`, `/healthz` and
+    /// `/readyz`; `None` (the default) serves `/metrics` on the MCP listener.
+    pub status_listener: Option<StatusListenerConfig>,
+}
+
+/// `StatusListenIP` (default `0.0.0.0`) and `StatusListenPort`: no TLS, no `AllowedIP`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusListenerConfig {
+    pub listen_ip: Vec<IpAddr>,
+    pub listen_port: u16,
 }
 
 /// The file the approval seal key was read from, with its permission bits.

@@ -50,6 +50,10 @@ pub enum Param {
     MaxSessions,
     SessionIdleTimeout,
     ElicitationTimeout,
+    RateLimit,
+    MaxConcurrent,
+    StatusListenIp,
+    StatusListenPort,
     Include,
 }
 
@@ -291,6 +295,25 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::ElicitationTimeout,
         "ElicitationTimeout",
         "elicitation-timeout",
+        Arity::Single,
+    ),
+    (Param::RateLimit, "RateLimit", "rate-limit", Arity::Single),
+    (
+        Param::MaxConcurrent,
+        "MaxConcurrent",
+        "max-concurrent",
+        Arity::Single,
+    ),
+    (
+        Param::StatusListenIp,
+        "StatusListenIP",
+        "status-listen-ip",
+        Arity::Single,
+    ),
+    (
+        Param::StatusListenPort,
+        "StatusListenPort",
+        "status-listen-port",
         Arity::Single,
     ),
     (Param::Include, "Include", "include", Arity::Include),

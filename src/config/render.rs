@@ -97,11 +97,24 @@ fn value(config: &Config, param: Param) -> String {
             .map(|p| p.url.clone())
             .unwrap_or_default(),
         Param::ApprovalTimeout => config.approval_timeout.as_secs().to_string(),
+        Param::StatusListenIp => config
+            .status_listener
+            .as_ref()
+            .map(|s| join(s.listen_ip.iter()))
+            .unwrap_or_default(),
+        Param::StatusListenPort => config
+            .status_listener
+            .as_ref()
+            .map(|s| s.listen_port.to_string())
+            .unwrap_or_default(),
         Param::AllowTool
         | Param::DenyTool
         | Param::AllowToolRegexp
         | Param::DenyToolRegexp
         | Param::Include => String::new(),
+        Param::RateLimit | Param::MaxConcurrent => {
+            super::caller_limits::render(&config.caller_limits, param).unwrap_or_default()
+        }
         other => super::limits::render(&config.limits, other).unwrap_or_default(),
     }
 }

@@ -461,3 +461,54 @@ fn approval_page_and_shared_store() {
     let store = load_text(&dir, &format!("{base}SharedStore=postgres://u:pw@x/\n")).unwrap_err();
     assert!(!store.to_string().contains("pw"), "{store}");
 }
+
+#[test]
+fn status_listener_is_off_by_default_and_needs_its_port() {
+    let dir = TempDir::new("status-listener");
+    let off = load_text(&dir, BASE).unwrap();
+    assert!(off.status_listener.is_none());
+    assert!(off.render_effective().contains("\nStatusListenPort=\n"));
+    let on = load_text(&dir, &format!("{BASE}StatusListenPort=9101\n")).unwrap();
+    let status = on.status_listener.as_ref().expect("status listener on");
+    assert_eq!(status.listen_port, 9101);
+    assert_eq!(
+        status.listen_ip,
+        ["0.0.0.0".parse::<std::net::IpAddr>().unwrap()]
+    );
+    let both = load_text(
+        &dir,
+        &format!("{BASE}StatusListenIP=127.0.0.1,::1\nStatusListenPort=9101\n"),
+    )
+    .unwrap();
+    let text = both.render_effective();
+    assert!(
+        text.contains("\nStatusListenIP=127.0.0.1,::1\nStatusListenPort=9101\n"),
+        "{text}"
+    );
+    // A flag turns it on like the file does.
+    let flags = vec![
+        FlagValue::new(Param::FrontendUrl, "https://z.example.com"),
+        FlagValue::new(Param::AllowedIp, "127.0.0.1"),
+        FlagValue::new(Param::StatusListenPort, "9102"),
+    ];
+    let c = Config::load(&Sources {
+        flags,
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(c.status_listener.map(|s| s.listen_port), Some(9102));
+    let ip_only = load_text(&dir, &format!("{BASE}StatusListenIP=127.0.0.1\n")).unwrap_err();
+    assert!(
+        ip_only
+            .to_string()
+            .contains("StatusListenIP needs StatusListenPort"),
+        "{ip_only}"
+    );
+    let same = load_text(&dir, &format!("{BASE}StatusListenPort=8443\n")).unwrap_err();
+    assert!(
+        same.to_string().contains("must differ from ListenPort"),
+        "{same}"
+    );
+    let range = load_text(&dir, &format!("{BASE}StatusListenPort=80\n")).unwrap_err();
+    assert!(range.to_string().contains("out of range"), "{range}");
+}

@@ -93,7 +93,7 @@ pub enum ApprovalError {
     Changed,
     #[error("this approval was already used; call again to get a new approval")]
     AlreadyUsed,
-    #[error("elicitation failed: {0}")]
+    #[error("elicitation failed: {0}; nothing was sent to Zabbix")]
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]
     Schema(String),
@@ -262,7 +262,13 @@ pub async fn elicit(
         .peer
         .create_elicitation_with_timeout(params, Some(timeout))
         .await
-        .map_err(|e| ApprovalError::Elicitation(e.to_string()))?;
+        .map_err(|e| match e {
+            rmcp::service::ServiceError::Timeout { .. } => ApprovalError::Elicitation(format!(
+                "no answer within ElicitationTimeout ({} s)",
+                timeout.as_secs()
+            )),
+            other => ApprovalError::Elicitation(other.to_string()),
+        })?;
     Ok(answer_of(&result))
 }
 

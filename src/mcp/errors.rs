@@ -62,6 +62,8 @@ pub enum ToolError {
     ApprovalPageOff,
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    RateLimited(#[from] crate::ratelimit::RateLimitError),
 }
 
 /// How a request refused before MCP is answered over HTTP.
@@ -90,6 +92,10 @@ impl ToolError {
             ToolError::ApprovalPending { .. } => "approval_pending",
             ToolError::ApprovalExpired => "approval_expired",
             ToolError::Store(_) => "internal_error",
+            ToolError::RateLimited(r) => match r.scope() {
+                Some(_) => "rate_limited",
+                None => INTERNAL,
+            },
             ToolError::Approval(a) => match a {
                 ApprovalError::BadState
                 | ApprovalError::WrongTool { .. }
@@ -139,6 +145,11 @@ impl ToolError {
             ToolError::Denied { reasons } => {
                 body.insert("data".into(), json!({ "reasons": reasons }));
             }
+            ToolError::RateLimited(r) => {
+                if let Some(data) = rate_limited_data(r) {
+                    body.insert("data".into(), data);
+                }
+            }
             _ => {}
         }
         if let Some(id) = decision_id {
@@ -155,7 +166,13 @@ impl ToolError {
 
     /// The failure of a request that is not a tool call, as a JSON-RPC error.
     pub fn into_rpc(self) -> McpError {
-        let data = Some(json!({ "code": self.code() }));
+        let mut data = json!({ "code": self.code() });
+        if let ToolError::RateLimited(r) = &self
+            && let (Some(extra), Some(map)) = (rate_limited_data(r), data.as_object_mut())
+        {
+            map.extend(extra.as_object().cloned().unwrap_or_default());
+        }
+        let data = Some(data);
         match self {
             ToolError::InvalidArguments(_) => McpError::invalid_params(self.to_string(), data),
             _ => McpError::internal_error(self.to_string(), data),
@@ -163,11 +180,19 @@ impl ToolError {
     }
 }
 
+/// `{retry_after_seconds, scope}` of a call over a per-caller limit.
+fn rate_limited_data(error: &crate::ratelimit::RateLimitError) -> Option<Value> {
+    let scope = error.scope()?;
+    Some(json!({"retry_after_seconds": error.retry_after_seconds(), "scope": scope.as_str()}))
+}
+
 /// The code of a Zabbix client failure: Zabbix's answer, Zabbix out of reach, or ours.
 fn zabbix_code(error: &ZabbixError) -> &'static str {
     match error {
         ZabbixError::Api { .. } => "zabbix_error",
         ZabbixError::Timeout(_) => "upstream_timeout",
+        // The sidecar's own limit, retryable: 503 when it refuses a request before MCP.
+        ZabbixError::Overloaded { .. } => "overloaded",
         ZabbixError::Unavailable(_)
         | ZabbixError::HttpStatus(_)
         | ZabbixError::BadResponse(_)
@@ -332,6 +357,33 @@ mod tests {
     }
 
     #[test]
+    fn rate_limited_carries_the_retry_time() {
+        use crate::ratelimit::{RateLimitError, Scope};
+        let limited = || {
+            ToolError::RateLimited(RateLimitError::Limited {
+                scope: Scope::PolicyRate,
+                retry_after: Duration::from_millis(2500),
+            })
+        };
+        let body = text_body(limited(), Some("d-2"));
+        assert_eq!(body["code"], "rate_limited");
+        assert_eq!(
+            body["data"],
+            json!({"retry_after_seconds": 3, "scope": "policy_rate"})
+        );
+        assert_eq!(body["decision_id"], "d-2");
+        let rpc = limited().into_rpc();
+        assert_eq!(
+            rpc.data,
+            Some(json!({"code": "rate_limited", "retry_after_seconds": 3, "scope": "policy_rate"}))
+        );
+        let unchecked = ToolError::RateLimited(RateLimitError::Store(
+            crate::store::StoreError::Timeout(Duration::from_secs(3)),
+        ));
+        assert_eq!(unchecked.code(), "internal_error");
+    }
+
+    #[test]
     fn http_refusals() {
         let missing = refusal(&GuardError::MissingToken);
         assert_eq!(missing.status, StatusCode::UNAUTHORIZED);
@@ -350,6 +402,19 @@ mod tests {
             (ours.status, ours.code),
             (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
         );
+        // Our own overload: neither Zabbix's timeout nor an internal error; retryable.
+        let overloaded = ZabbixError::Overloaded {
+            limit: 64,
+            waited: Duration::from_secs(3),
+        };
+        let busy = refusal(&GuardError::Caller(CallerError::Upstream(
+            overloaded.clone(),
+        )));
+        assert_eq!(
+            (busy.status, busy.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+        assert_eq!(ToolError::from(overloaded).code(), "overloaded");
     }
 
     #[test]

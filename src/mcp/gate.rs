@@ -217,6 +217,7 @@ fn input(
 
 fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> Decision {
     app.decisions.record(&decision, input);
+    app.metrics.policy_decision(input.phase, &decision);
     if !decision.allow || decision.dry_run_would_deny {
         tracing::info!(
             decision_id = %decision.decision_id,

@@ -161,6 +161,7 @@ impl ListDecisions {
                 )),
             };
             let decision = app.policy.decide(input);
+            app.metrics.policy_decision(Phase::List, &decision);
             eval_ns = eval_ns.saturating_add(decision.eval_ns);
             uniform &= decision.revision == revision;
             if decision.allow {

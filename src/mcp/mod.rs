@@ -4,6 +4,7 @@
 pub mod approval;
 pub mod errors;
 pub mod gate;
+pub mod limit;
 pub mod listing;
 pub mod page_approval;
 pub mod resources;

@@ -25,6 +25,7 @@ use crate::mcp::approval::{ApprovalError, sha256_hex};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::write::{WriteCall, Written};
+use crate::metrics::ApprovalOutcome;
 use crate::store::{ApprovalRecord, DecidedBy, From, Status, Store, unix_now};
 use crate::zabbix::{Payload, ZabbixError};
 
@@ -36,6 +37,7 @@ pub(crate) async fn call(
 ) -> Result<Written, ToolError> {
     let decision_id = call.decision.decision_id.as_str();
     let Some(page) = app.config.approval_page.as_ref() else {
+        app.metrics.approval(ApprovalOutcome::Unavailable);
         app.decisions.event(
             decision_id,
             "approval",
@@ -66,6 +68,7 @@ pub(crate) async fn call(
     let (record, created) = app.store.create_or_get(fresh).await?;
     let url = format!("{}/approvals/{}", page.url, record.id);
     if created {
+        app.metrics.approval(ApprovalOutcome::PageRequested);
         app.decisions.event(
             decision_id,
             "approval_requested",
@@ -134,6 +137,7 @@ async fn redeem(
             _ => Err(ApprovalError::AlreadyUsed.into()),
         };
     };
+    app.metrics.approval(ApprovalOutcome::PageRedeemed);
     app.decisions.event(
         &record.decision_id,
         "redeemed",
@@ -164,6 +168,7 @@ async fn expire(app: &App, record: &ApprovalRecord, now: u64) -> Result<(), Tool
         .transition(&record.id, From::Pending, Status::Expired, now)
         .await?;
     if expired.is_some() {
+        app.metrics.approval(ApprovalOutcome::PageExpired);
         app.decisions.event(
             &record.decision_id,
             "approval_expired",

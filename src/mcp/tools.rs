@@ -16,6 +16,7 @@ use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Outcome, Subject};
 use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
+use crate::metrics::ToolOutcome;
 use crate::response::{self, Record};
 use crate::zabbix::{Caller, ZabbixVersion, raw};
 
@@ -115,15 +116,20 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     let raw = call.request.arguments.as_ref();
     let mut arguments = match args::validate(def, raw, version, now) {
         Ok(arguments) => arguments,
-        Err(error) => return failed(ToolError::from(error), None).into(),
+        Err(error) => return failed(app, def, ToolError::from(error), None).into(),
     };
     let (decision, input) = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
     crate::server::hangup::decided(call.context, id);
     if !decision.allow {
         let reasons = decision.reasons.clone();
-        return failed(ToolError::Denied { reasons }, Some(id)).into();
+        return failed(app, def, ToolError::Denied { reasons }, Some(id)).into();
     }
+    // Held until the call ends: its concurrency slot.
+    let _admission = match crate::mcp::limit::admit(app, call.caller, &decision).await {
+        Ok(admission) => admission,
+        Err(error) => return failed(app, def, error, Some(id)).into(),
+    };
     let outcome = Outcome::new(&app.decisions, id);
     let result = if let Behaviour::Read(query) = &def.behaviour {
         match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
@@ -157,6 +163,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     match result {
         Ok((written, summary)) => {
             outcome.finish(summary);
+            app.metrics.tool_call(def.name, written.outcome(), "none");
             match written {
                 Written::Done(result) => result.into(),
                 Written::Pending(response) => response,
@@ -165,12 +172,15 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Err(error) => {
             outcome
                 .finish(json!({"ok": false, "code": error.code(), "message": error.to_string()}));
-            failed(error, Some(id)).into()
+            failed(app, def, error, Some(id)).into()
         }
     }
 }
 
-fn failed(error: ToolError, decision_id: Option<&str>) -> CallToolResult {
+/// A failed call: counted, logged, and answered as a tool error.
+fn failed(app: &App, def: &ToolDef, error: ToolError, decision_id: Option<&str>) -> CallToolResult {
+    app.metrics
+        .tool_call(def.name, ToolOutcome::Error, error.code());
     // Zabbix messages echo agent text: escaped, so no line can be forged in a text log.
     let message = crate::display::escape_text(&error.to_string());
     if error.code() == "internal_error" {

@@ -11,6 +11,7 @@ use crate::mcp::approval::{self, Answer, ApprovalError, Route};
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::page_approval;
+use crate::metrics::{ApprovalOutcome, ToolOutcome};
 use crate::policy::{Decision, PolicyInput};
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
@@ -35,6 +36,16 @@ pub enum Written {
     Pending(CallToolResponse),
 }
 
+impl Written {
+    /// How the call ended, for `tool_calls_total`.
+    pub fn outcome(&self) -> ToolOutcome {
+        match self {
+            Written::Done(_) => ToolOutcome::Ok,
+            Written::Pending(_) => ToolOutcome::Pending,
+        }
+    }
+}
+
 pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> {
     let params = catalog::params::write_params(call.def, call.arguments, call.version)?;
     let id = call.decision.decision_id.as_str();
@@ -47,6 +58,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
     let route = approval::route(call.decision.approval, call.context, can_form);
     match route {
         Route::Apply => {
+            app.metrics.approval(ApprovalOutcome::NotRequired);
             app.decisions.event(
                 id,
                 "approval",
@@ -65,6 +77,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             {
                 Ok(answer) => answer,
                 Err(error) => {
+                    app.metrics.approval(ApprovalOutcome::Unavailable);
                     app.decisions.event(
                         id,
                         "approval",
@@ -74,6 +87,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
                     return Err(error.into());
                 }
             };
+            app.metrics.approval(answer.into());
             app.decisions.event(
                 id,
                 "approval",
@@ -92,6 +106,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
                 &call.caller.token_id,
                 &payload,
             )?;
+            app.metrics.approval(ApprovalOutcome::Requested);
             app.decisions.event(
                 id,
                 "approval",
@@ -101,6 +116,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
         }
         Route::Page => page_approval::call(app, &call, &params).await,
         Route::Unavailable => {
+            app.metrics.approval(ApprovalOutcome::Unavailable);
             app.decisions.event(
                 id,
                 "approval",
@@ -136,6 +152,7 @@ async fn redeem(
         return Err(ApprovalError::Changed.into());
     }
     let answer = approval::answer_from_responses(call.request.input_responses.as_ref());
+    app.metrics.approval(answer.into());
     app.decisions.event(
         &call.decision.decision_id,
         "approval",

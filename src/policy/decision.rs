@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::input::ToolKind;
 
+mod rate;
+pub use rate::RateLimits;
+
 /// The outcome of one policy evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
@@ -26,6 +29,8 @@ pub struct Decision {
     pub history: Option<HistoryLimits>,
     /// `None`: the policy set no cap, so the tool's own maximum applies.
     pub max_limit: Option<u32>,
+    /// Per-caller limits (`rate`); `None`: only `RateLimit`/`MaxConcurrent` apply.
+    pub rate: Option<RateLimits>,
     /// Dry-run mode only: the policy denied, but the call goes through.
     pub dry_run_would_deny: bool,
     /// Wall time of the evaluation, conversion of the input included.
@@ -79,6 +84,7 @@ pub(crate) struct Verdict {
     pub(crate) approvers: Option<Approvers>,
     pub(crate) history: Option<HistoryLimits>,
     pub(crate) max_limit: Option<u32>,
+    pub(crate) rate: Option<RateLimits>,
 }
 
 /// Decision keys as regorus strings, allocated once: looking a key up takes a `Value`.
@@ -93,6 +99,7 @@ struct Keys {
     max_limit: Value,
     max_window_seconds: Value,
     max_age_seconds: Value,
+    rate: Value,
 }
 
 static KEYS: LazyLock<Keys> = LazyLock::new(|| Keys {
@@ -106,6 +113,7 @@ static KEYS: LazyLock<Keys> = LazyLock::new(|| Keys {
     max_limit: Value::from("max_limit"),
     max_window_seconds: Value::from("max_window_seconds"),
     max_age_seconds: Value::from("max_age_seconds"),
+    rate: Value::from("rate"),
 });
 
 impl Decision {
@@ -120,6 +128,7 @@ impl Decision {
             approvers: None,
             history: None,
             max_limit: None,
+            rate: None,
             dry_run_would_deny: false,
             eval_ns: 0,
             revision: String::new(),
@@ -200,6 +209,7 @@ impl Verdict {
             .get(&keys.max_limit)
             .map(parse_max_limit)
             .transpose()?;
+        let rate = object.get(&keys.rate).map(rate::parse_rate).transpose()?;
         Ok(Self {
             allow,
             reasons,
@@ -207,6 +217,7 @@ impl Verdict {
             approvers,
             history,
             max_limit,
+            rate,
         })
     }
 }
@@ -338,7 +349,8 @@ mod tests {
         let v = parse(
             r#"{"allow": true, "reasons": [], "approval": "required",
                 "history": {"max_window_seconds": 3600, "max_age_seconds": 86400},
-                "max_limit": 50, "extra": "ignored"}"#,
+                "max_limit": 50, "rate": {"calls": 10, "per_seconds": 60, "concurrent": 2},
+                "extra": "ignored"}"#,
             ToolKind::Write,
         )
         .expect("well-formed");
@@ -352,13 +364,19 @@ mod tests {
             })
         );
         assert_eq!(v.max_limit, Some(50));
+        let rate = v.rate.expect("rate");
+        assert_eq!(rate.calls.map(|c| c.to_string()), Some("10/60".into()));
+        assert_eq!(rate.concurrent.map(|c| c.get()), Some(2));
     }
 
     #[test]
     fn minimal_decision_gets_defaults_by_tool_kind() {
         let read = parse(r#"{"allow": true}"#, ToolKind::Read).expect("ok");
         assert_eq!(read.approval, Approval::None);
-        assert_eq!((read.history, read.max_limit), (None, None));
+        assert_eq!(
+            (read.history, read.max_limit, read.rate),
+            (None, None, None)
+        );
         let write = parse(r#"{"allow": true}"#, ToolKind::Write).expect("ok");
         assert_eq!(write.approval, Approval::IfSupported);
     }
@@ -409,6 +427,11 @@ mod tests {
             (
                 r#"{"allow": true, "max_limit": 5000000000}"#,
                 "max_limit must be",
+            ),
+            (r#"{"allow": true, "rate": {}}"#, "rate must set"),
+            (
+                r#"{"allow": true, "rate": {"calls": 1, "per_seconds": 1, "x": 1}}"#,
+                "rate has an unknown key",
             ),
         ];
         for (json, expected) in cases {

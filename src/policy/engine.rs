@@ -193,6 +193,7 @@ pub(crate) fn build(
         approvers: None,
         history: None,
         max_limit: None,
+        rate: None,
     });
     let mut reasons = verdict.reasons;
     if !verdict.allow && reasons.is_empty() {
@@ -207,6 +208,12 @@ pub(crate) fn build(
         approvers: verdict.approvers,
         history: verdict.history,
         max_limit: verdict.max_limit,
+        // Dry-run blocks nothing the policy says, its limits included.
+        rate: if mode == PolicyMode::DryRun {
+            None
+        } else {
+            verdict.rate
+        },
         dry_run_would_deny,
         eval_ns,
         revision,

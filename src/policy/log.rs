@@ -256,6 +256,11 @@ impl DecisionLog {
         self.counter(|c| c.write_errors.load(Ordering::Relaxed))
     }
 
+    /// Lines written since start.
+    pub fn written(&self) -> u64 {
+        self.counter(|c| c.written.load(Ordering::Relaxed))
+    }
+
     /// Lines dropped because the queue was full (each drop is also in the log itself).
     pub fn dropped(&self) -> u64 {
         self.counter(|c| c.dropped.load(Ordering::Relaxed))

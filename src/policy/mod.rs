@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 pub(crate) use decision::new_decision_id;
-pub use decision::{Approval, Approvers, Decision, HistoryLimits};
+pub use decision::{Approval, Approvers, Decision, HistoryLimits, RateLimits};
 pub use engine::{PolicyEngine, PolicyStatus};
 pub use input::{
     CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, TargetGroup,

@@ -3,6 +3,7 @@
 //! head including the HTTP/1-or-2 detection (`HeaderTimeout`), the keep-alive gap between
 //! requests on HTTP/1 and HTTP/2 (`IdleTimeout`), and dead HTTP/2 peers
 //! (`HTTP2KeepAlive` pings). The request body is bounded in `routes` (`BodyTimeout`).
+//! Both listeners, MCP and the approval page, serve their connections here.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -25,18 +26,43 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::app::App;
+use crate::approval_page::Page;
 use crate::config::Limits;
 use crate::server::routes::{self, Body, McpEndpoint};
+
+/// The most an HTTP/1 connection buffers (hyper's default is about 400 kB): request heads
+/// are small and bodies stream through in chunks of at most this size, so a thousand
+/// connections cannot hold hundreds of MB in buffers.
+const MAX_CONN_BUFFER_BYTES: usize = 64 * 1024;
 
 /// What every connection of one listener shares.
 #[derive(Clone)]
 pub(crate) struct ConnContext {
     pub app: Arc<App>,
-    pub endpoint: McpEndpoint,
+    pub routes: Routes,
     pub tls: Option<TlsAcceptor>,
     /// Server shutdown: connections finish their requests and close.
     pub shutdown: CancellationToken,
     pub tracker: TaskTracker,
+}
+
+/// Which requests a listener answers.
+#[derive(Clone)]
+pub(crate) enum Routes {
+    /// `/mcp`, `/healthz`, `/readyz`.
+    Mcp(McpEndpoint),
+    /// The approval page (`/approvals/...`).
+    ApprovalPage(Arc<Page>),
+}
+
+impl Routes {
+    /// The listener's name in logs (as `bind` logs it).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Routes::Mcp(_) => "mcp",
+            Routes::ApprovalPage(_) => "approval_page",
+        }
+    }
 }
 
 /// Requests in flight on one connection and when the connection may next be closed for
@@ -141,7 +167,7 @@ where
     let activity = Arc::new(activity);
     let idle = limits.idle;
     let app = ctx.app.clone();
-    let endpoint = ctx.endpoint.clone();
+    let served = ctx.routes.clone();
     let service = service_fn(move |request| {
         activity.send_modify(|a| a.active += 1);
         let guard = ActiveGuard {
@@ -149,20 +175,29 @@ where
             idle,
         };
         let app = app.clone();
-        let endpoint = endpoint.clone();
-        async move {
-            let response = routes::handle(app, endpoint, request, peer).await;
+        let served = served.clone();
+        // Boxed: hyper keeps one slot the size of this future for the whole life of a
+        // connection; boxed, an idle keep-alive connection holds a pointer, not the state
+        // of a whole request (several kB), and a request's state lives only while it runs.
+        Box::pin(async move {
+            let response = match served {
+                Routes::Mcp(endpoint) => routes::handle(app, endpoint, request, peer).await,
+                Routes::ApprovalPage(page) => {
+                    crate::approval_page::handle(&page, request, peer).await
+                }
+            };
             Ok::<_, Infallible>(response.map(|inner| TrackedBody {
                 inner,
                 _guard: guard,
             }))
-        }
+        })
     });
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header);
+        .header_read_timeout(limits.header)
+        .max_buf_size(MAX_CONN_BUFFER_BYTES);
     builder
         .http2()
         .timer(TokioTimer::new())

@@ -3,11 +3,13 @@
 //! lets in-flight calls finish.
 
 mod conn;
+mod gate;
 pub mod guard;
 pub mod hangup;
 mod ready;
 pub mod routes;
 mod sessions;
+mod status;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -29,6 +31,8 @@ use crate::config::{SessionMode, TlsAccept};
 use crate::mcp::GuardHandler;
 use crate::policy::DEFAULT_POLL_INTERVAL;
 use crate::server::conn::ConnContext;
+pub(crate) use crate::server::conn::Routes;
+use crate::server::gate::McpGate;
 use crate::server::guard::AllowedHosts;
 use crate::server::ready::Readiness;
 use crate::server::routes::{MAX_REQUEST_BODY_BYTES, McpEndpoint, McpService};
@@ -55,6 +59,8 @@ pub struct Server {
     addrs: Vec<SocketAddr>,
     /// The approval page's listeners (empty when it is off).
     approval_addrs: Vec<SocketAddr>,
+    /// The status listeners (empty when `/metrics` is on the MCP listener).
+    status_addrs: Vec<SocketAddr>,
     /// Stops the accept loops; connections then drain.
     cancel: CancellationToken,
     /// Ends rmcp's sessions, only after the connections drained, so in-flight calls finish.
@@ -78,30 +84,36 @@ impl Server {
         let cancel = CancellationToken::new();
         let mcp_cancel = CancellationToken::new();
         let (readiness, readiness_task) = Readiness::spawn(app.clone(), mcp_cancel.clone());
-        let endpoint = mcp_endpoint(&app, mcp_cancel.clone(), readiness);
-        let mut addrs = Vec::new();
-        let mut tasks = JoinSet::new();
         // One pool of connection slots for every listen address.
         let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
+        let mut endpoint = mcp_endpoint(&app, mcp_cancel.clone(), readiness);
+        endpoint.connection_slots = Some(slots.clone());
+        let mut addrs = Vec::new();
+        let mut tasks = JoinSet::new();
         for ip in &app.config.listen_ip {
             let addr = SocketAddr::new(*ip, app.config.listen_port);
             let (listener, local) = bind(addr, "mcp", tls.is_some()).await?;
             addrs.push(local);
-            let ctx = ConnContext {
-                app: app.clone(),
-                endpoint: endpoint.clone(),
-                tls: tls.clone(),
-                shutdown: cancel.clone(),
-                tracker: TaskTracker::new(),
-            };
-            tasks.spawn(accept_loop(listener, ctx, slots.clone()));
+            tasks.spawn(serve_listener(
+                listener,
+                Listener {
+                    app: app.clone(),
+                    routes: Routes::Mcp(endpoint.clone()),
+                    tls: tls.clone(),
+                    allowed: app.config.allowed_ip.clone(),
+                    shutdown: cancel.clone(),
+                    slots: slots.clone(),
+                },
+            ));
         }
         let approval_addrs =
             crate::approval_page::start(&app, tls.clone(), cancel.clone(), &mut tasks).await?;
+        let status_addrs = status::start(&app, &endpoint, cancel.clone(), &mut tasks).await?;
         let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
         Ok(Server {
             addrs,
             approval_addrs,
+            status_addrs,
             cancel,
             mcp_cancel,
             tasks,
@@ -117,6 +129,11 @@ impl Server {
 
     pub fn approval_addrs(&self) -> &[SocketAddr] {
         &self.approval_addrs
+    }
+
+    /// Where `/metrics`, `/healthz` and `/readyz` are served apart from MCP, if configured.
+    pub fn status_addrs(&self) -> &[SocketAddr] {
+        &self.status_addrs
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), then returns.
@@ -247,16 +264,56 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
             )
         }
     };
+    // The stateful mode keeps requests in rmcp's sessions (an elicitation waits there for
+    // minutes), bounded by `MaxSessions` instead.
+    let gate = sessions.is_none().then(|| {
+        Arc::new(McpGate::new(
+            app.config.limits.max_zabbix_concurrency,
+            app.config.timeout,
+        ))
+    });
     McpEndpoint {
         service,
         hosts: Arc::new(hosts),
         readiness,
         sessions,
+        connection_slots: None,
+        gate,
     }
 }
 
-async fn accept_loop(listener: TcpListener, ctx: ConnContext, slots: Arc<Semaphore>) {
-    let app = ctx.app.clone();
+/// One listener's accept loop and what its connections share: the MCP listener and the
+/// approval page's get the same limits (`Limits`), each kind its own `MaxConnections` pool.
+pub(crate) struct Listener {
+    pub app: Arc<App>,
+    pub routes: Routes,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Peers allowed to connect (`AllowedIP`, `ApprovalAllowedIP`).
+    pub allowed: Vec<ipnet::IpNet>,
+    /// Stops accepting; connections then drain.
+    pub shutdown: CancellationToken,
+    /// The `MaxConnections` slots this listener draws from.
+    pub slots: Arc<Semaphore>,
+}
+
+/// Accepts until shutdown, then waits (bounded) for the connections to finish.
+pub(crate) async fn serve_listener(listener: TcpListener, spec: Listener) {
+    let Listener {
+        app,
+        routes,
+        tls,
+        allowed,
+        shutdown,
+        slots,
+    } = spec;
+    let name = routes.name();
+    let ctx = ConnContext {
+        app: app.clone(),
+        routes,
+        tls,
+        shutdown,
+        tracker: TaskTracker::new(),
+    };
     loop {
         let (stream, peer) = tokio::select! {
             () = ctx.shutdown.cancelled() => break,
@@ -264,14 +321,14 @@ async fn accept_loop(listener: TcpListener, ctx: ConnContext, slots: Arc<Semapho
                 Ok(pair) => pair,
                 Err(error) => {
                     // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(%error, "accept failed");
+                    tracing::warn!(listener = name, %error, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
         };
-        if !guard::peer_allowed(&app.config.allowed_ip, peer.ip()) {
-            tracing::info!(client.address = %peer.ip(), "connection refused: not in AllowedIP");
+        if !guard::peer_allowed(&allowed, peer.ip()) {
+            tracing::info!(listener = name, client.address = %peer.ip(), "connection refused: not an allowed IP");
             drop(stream);
             continue;
         }
@@ -279,7 +336,7 @@ async fn accept_loop(listener: TcpListener, ctx: ConnContext, slots: Arc<Semapho
         // while a queued one would hold a socket and a kernel backlog slot for nothing.
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             app.refused_connections.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(client.address = %peer.ip(), "connection refused: MaxConnections reached");
+            tracing::debug!(listener = name, client.address = %peer.ip(), "connection refused: MaxConnections reached");
             drop(stream);
             continue;
         };

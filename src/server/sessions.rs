@@ -78,6 +78,11 @@ impl SessionOwners {
         Ok(Admission::New(guard))
     }
 
+    /// Sessions open now (read by `/metrics`).
+    pub async fn open(&self) -> usize {
+        self.manager.sessions.read().await.len()
+    }
+
     /// Records the owner of a session the response just created, and forgets sessions
     /// rmcp has ended.
     pub async fn record(&self, response_headers: &HeaderMap, token_id: &str) {

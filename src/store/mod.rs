@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::{Approvers, PolicyInput};
 
 pub use memory::MemoryStore;
-pub use redis_backend::RedisStore;
+pub use redis_backend::{AdmitReply, RateAdmit, RedisStore};
 
 /// How long a finished record (decided, redeemed, expired) is kept after its expiry, so a
 /// late retry gets a precise answer instead of a new approval request.

@@ -4,7 +4,8 @@
 //!
 //! Layout (prefix `zmg:`): `approval:<id>` a hash {record, status, state, expires_at};
 //! `key:<token_id>:<tool>:<sha256>` → id; `pending` a sorted set of pending ids by
-//! creation time; `once:<nonce>` single-use markers (SET NX PX).
+//! creation time; `once:<nonce>` single-use markers (SET NX PX); `rate:…` and `slots:…`
+//! the per-caller limits (see `rate.rs`).
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -15,6 +16,9 @@ use redis::{Client, Script};
 use tokio::sync::OnceCell;
 
 use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
+
+mod rate;
+pub use rate::{AdmitReply, RateAdmit};
 
 const PREFIX: &str = "zmg:";
 /// At most this many pending approvals are listed.

@@ -8,6 +8,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::header::HeaderValue;
@@ -67,6 +68,9 @@ pub enum CallerError {
 /// Resolves tokens to identities, with a bounded, short-lived cache.
 pub struct CallerResolver {
     cache: Cache<[u8; 32], Arc<Identity>>,
+    /// Lookups answered from the cache, and lookups that asked Zabbix (read by `/metrics`).
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl ApiToken {
@@ -109,7 +113,19 @@ impl CallerResolver {
                 .max_capacity(capacity)
                 .time_to_live(ttl)
                 .build(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
+    }
+
+    /// Lookups answered from the cache (or by a concurrent lookup of the same token).
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Lookups that asked Zabbix.
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
     }
 
     /// The identity behind `token`; concurrent lookups of one token share one Zabbix call.
@@ -118,20 +134,23 @@ impl CallerResolver {
         client: &ZabbixClient,
         token: &ApiToken,
     ) -> Result<Arc<Identity>, CallerError> {
-        self.cache
-            .try_get_with(token.digest(), lookup(client, token))
-            .await
-            .map_err(|e| match e.as_ref() {
-                CallerError::InvalidToken(m) => CallerError::InvalidToken(m.clone()),
-                CallerError::Upstream(z) => CallerError::Upstream(clone_upstream(z)),
-                CallerError::GroupsUnavailable(z) => {
-                    CallerError::GroupsUnavailable(clone_upstream(z))
-                }
-                CallerError::Incomplete { method, field } => CallerError::Incomplete {
-                    method: *method,
-                    field,
-                },
-            })
+        let mut asked = false;
+        let ask = async {
+            asked = true;
+            lookup(client, token).await
+        };
+        let result = self.cache.try_get_with(token.digest(), ask).await;
+        let counter = if asked { &self.misses } else { &self.hits };
+        counter.fetch_add(1, Ordering::Relaxed);
+        result.map_err(|e| match e.as_ref() {
+            CallerError::InvalidToken(m) => CallerError::InvalidToken(m.clone()),
+            CallerError::Upstream(z) => CallerError::Upstream(clone_upstream(z)),
+            CallerError::GroupsUnavailable(z) => CallerError::GroupsUnavailable(clone_upstream(z)),
+            CallerError::Incomplete { method, field } => CallerError::Incomplete {
+                method: *method,
+                field,
+            },
+        })
     }
 }
 

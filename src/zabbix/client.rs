@@ -1,9 +1,10 @@
 //! The JSON-RPC client toward Zabbix: one pooled hyper-util client (keep-alive, one TLS
 //! handshake per connection), the token sent the way each version accepts, every call
-//! bounded by `Timeout`, and the API version cached.
+//! bounded by `Timeout` (after its wait for a `MaxZabbixConcurrency` slot, bounded
+//! separately), and the API version cached.
 
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::metrics::Metrics;
 use crate::zabbix::caller::ApiToken;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
@@ -54,10 +56,13 @@ pub struct ZabbixClient {
     api_url_text: String,
     timeout: Duration,
     max_response_bytes: usize,
-    /// One permit per call in flight; waiting for one counts against `Timeout`.
+    /// One permit per call in flight; the wait for one is bounded apart from `Timeout`.
     slots: Semaphore,
+    max_concurrency: usize,
     version: RwLock<Option<ZabbixVersion>>,
     next_id: AtomicU64,
+    /// Counts every request and its duration, when the app set it.
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Serialize)]
@@ -128,9 +133,17 @@ impl ZabbixClient {
             timeout: settings.timeout,
             max_response_bytes: settings.max_response_bytes,
             slots: Semaphore::new(settings.max_concurrency),
+            max_concurrency: settings.max_concurrency,
             version: RwLock::new(None),
             next_id: AtomicU64::new(1),
+            metrics: None,
         })
+    }
+
+    /// Counts requests in `metrics` (`zabbix_requests_total`, the duration histogram).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     pub fn api_url(&self) -> &str {
@@ -282,18 +295,38 @@ impl ZabbixClient {
         } else {
             &self.http
         };
-        let call = async {
+        let started = std::time::Instant::now();
+        let result = async {
+            let _slot = self.slot().await?;
+            match tokio::time::timeout(
+                self.timeout,
+                round_trip(http, request, self.max_response_bytes),
+            )
+            .await
+            {
+                Ok(result) => result,
+                Err(_) => Err(ZabbixError::Timeout(self.timeout)),
+            }
+        }
+        .await;
+        if let Some(metrics) = &self.metrics {
+            metrics.zabbix_request(payload.method, &result, started.elapsed());
+        }
+        result
+    }
+
+    /// One of the `MaxZabbixConcurrency` slots, waited for at most `Timeout`. The wait is
+    /// ours, not Zabbix's: it does not count against the call's `Timeout`, and running out
+    /// of it is `Overloaded` (nothing sent), never a Zabbix timeout.
+    async fn slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ZabbixError> {
+        match tokio::time::timeout(self.timeout, self.slots.acquire()).await {
+            Ok(Ok(slot)) => Ok(slot),
             // The semaphore is never closed, so acquiring only fails if it were.
-            let _slot = self
-                .slots
-                .acquire()
-                .await
-                .map_err(|_| ZabbixError::Request("the call slots are closed".into()))?;
-            round_trip(http, request, self.max_response_bytes).await
-        };
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(result) => result,
-            Err(_) => Err(ZabbixError::Timeout(self.timeout)),
+            Ok(Err(_)) => Err(ZabbixError::Request("the call slots are closed".into())),
+            Err(_) => Err(ZabbixError::Overloaded {
+                limit: self.max_concurrency,
+                waited: self.timeout,
+            }),
         }
     }
 }

@@ -17,6 +17,13 @@ pub enum ZabbixError {
     },
     #[error("the Zabbix API did not answer within {}s", .0.as_secs())]
     Timeout(Duration),
+    /// Every `MaxZabbixConcurrency` slot stayed taken for `waited`: the sidecar's own
+    /// overload, not Zabbix's slowness; the call was not sent.
+    #[error(
+        "the sidecar is overloaded: all {limit} Zabbix call slots (MaxZabbixConcurrency) stayed busy for {}s; the call was not sent to Zabbix, retry later",
+        .waited.as_secs()
+    )]
+    Overloaded { limit: usize, waited: Duration },
     #[error("cannot reach the Zabbix API: {0}")]
     Unavailable(String),
     /// The answer grew past `MaxZabbixResponseSize`; the read was stopped there.

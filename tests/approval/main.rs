@@ -10,6 +10,7 @@ mod common;
 mod question;
 mod sealed;
 mod support;
+mod timeout;
 
 use common::Lab;
 use common::recorder::{self};

@@ -9,6 +9,7 @@ pub mod stub;
 pub mod tls;
 pub mod trapper;
 pub mod version_front;
+pub mod write_suite;
 pub mod zapi;
 
 use std::collections::HashMap;
@@ -104,6 +105,14 @@ impl Guard {
     /// The running sidecar's app (its counters, its policy engine).
     pub fn app(&self) -> &std::sync::Arc<App> {
         self.server.as_ref().expect("the sidecar is running").app()
+    }
+
+    /// The status listener's addresses (`StatusListenPort`), if it runs.
+    pub fn status_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.server
+            .as_ref()
+            .map(|s| s.status_addrs().to_vec())
+            .unwrap_or_default()
     }
 
     pub async fn stop(mut self) {

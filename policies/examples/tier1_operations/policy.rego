@@ -13,7 +13,9 @@
 #   resolves the events' hosts and their host groups with the caller's token
 #   (input.targets), and every host must be in at least one tier 1 host group. An event the
 #   caller cannot see never gets here (unresolvable targets deny);
-# - no history (history_get is not among the tools; the limits are zero besides).
+# - no history (history_get is not among the tools; the limits are zero besides);
+# - per-caller limits (rate): 60 calls a minute, 2 at once, one budget for all three
+#   tools (they get the same rate); others get the default policy's generous read limits.
 package zabbix.mcp
 
 import rego.v1
@@ -113,10 +115,14 @@ approval := "if_supported" if {
 
 history_seconds := 0 if is_tier1 else := seven_days
 
+rate := {"calls": 60, "per_seconds": 60, "concurrent": 2} if is_tier1
+else := {"calls": 10000, "per_seconds": 1, "concurrent": 1000}
+
 decision := {
 	"allow": allow,
 	"reasons": deny,
 	"approval": approval,
 	"history": {"max_window_seconds": history_seconds, "max_age_seconds": history_seconds},
 	"max_limit": 1000,
+	"rate": rate,
 }

@@ -38,6 +38,15 @@ test_tier1_problem_get_in_scope_allowed if {
 	d.history == {"max_window_seconds": 0, "max_age_seconds": 0}
 }
 
+test_tier1_callers_share_one_tight_budget if {
+	get := mcp.decision with input as call(problem_get, {"groupids": ["2"]}, tier1_caller)
+	get.rate == {"calls": 60, "per_seconds": 60, "concurrent": 2}
+	ack := mcp.decision with input as call(problem_ack, {"eventids": ["1"]}, tier1_caller)
+	ack.rate == get.rate
+	other := mcp.decision with input as call(host_get, {}, other_caller)
+	other.rate == {"calls": 10000, "per_seconds": 1, "concurrent": 1000}
+}
+
 test_tier1_problem_get_out_of_scope_denied if {
 	d := mcp.decision with input as call(problem_get, {"groupids": ["2", "9"]}, tier1_caller)
 	d.allow == false

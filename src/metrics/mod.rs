@@ -1,0 +1,364 @@
+//! Prometheus metrics: the registry, one typed method per counted event, and the text
+//! exposition served at `/metrics` (see [`scrape`] for the values read at scrape time).
+//!
+//! Labels come only from closed sets: catalog tool names, policy phases, outcomes, error
+//! codes and the Zabbix methods the catalog sends. Never a token, user, host or argument.
+//! Series with enum labels are registered up front and kept in arrays, so counting one is
+//! an index and an atomic add; tool and method labels cost one hash lookup.
+
+mod scrape;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::policy::{Decision, Phase};
+pub use crate::ratelimit::Scope as RateScope;
+use crate::zabbix::{Method, ZabbixError};
+
+pub use scrape::{CONTENT_TYPE, Scrape};
+
+/// Every metric name starts with this (and `_`).
+pub const PREFIX: &str = "zabbix_mcp_guard";
+
+/// Policy evaluation takes microseconds with the compiled VM; the top buckets catch a
+/// policy that went slow.
+const EVALUATION_BUCKETS: [f64; 11] = [
+    0.000_005, 0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.01,
+    0.05,
+];
+/// Zabbix answers in milliseconds to seconds; `Timeout` is at most 30 s.
+const ZABBIX_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// How a tool call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolOutcome {
+    /// A result was returned.
+    Ok,
+    /// A tool error (its code is the `code` label).
+    Error,
+    /// An input-required round trip started (MCP 2026-07-28 approval).
+    Pending,
+}
+
+/// One approval step, as the decision log's `approval` events name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// The policy asked for no approval (or `if_supported` without a way to ask).
+    NotRequired,
+    /// An input-required round trip was started.
+    Requested,
+    Approved,
+    Declined,
+    Cancelled,
+    /// Approval was needed but could not be asked for.
+    Unavailable,
+    /// A page approval was created.
+    PageRequested,
+    PageApproved,
+    PageDeclined,
+    PageExpired,
+    /// An approved page approval was sent to Zabbix by the caller's retry.
+    PageRedeemed,
+}
+
+/// The registry and every series counted on the request path. Shared by the app.
+pub struct Metrics {
+    registry: Registry,
+    tool_calls: Family<ToolCallLabels, Counter>,
+    /// `[phase][result]`, see [`phase_index`] and [`DecisionResult`].
+    decisions: [[Counter; DECISION_RESULTS.len()]; PHASES.len()],
+    evaluation_seconds: [Histogram; PHASES.len()],
+    approvals: [Counter; APPROVAL_OUTCOMES.len()],
+    zabbix_requests: Family<ZabbixLabels, Counter>,
+    zabbix_seconds: Family<MethodLabels, Histogram, fn() -> Histogram>,
+    rate_limited: [Counter; RATE_SCOPES.len()],
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolCallLabels {
+    tool: &'static str,
+    outcome: &'static str,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ZabbixLabels {
+    method: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseResultLabels {
+    phase: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScopeLabels {
+    scope: &'static str,
+}
+
+/// Phase names in [`phase_index`] order.
+const PHASES: [&str; 4] = ["list", "call", "resource", "approve"];
+/// A decision's result: allowed, denied, or allowed only because of dry-run.
+const DECISION_RESULTS: [&str; 3] = ["allow", "deny", "dry_run_deny"];
+const APPROVAL_OUTCOMES: [ApprovalOutcome; 11] = [
+    ApprovalOutcome::NotRequired,
+    ApprovalOutcome::Requested,
+    ApprovalOutcome::Approved,
+    ApprovalOutcome::Declined,
+    ApprovalOutcome::Cancelled,
+    ApprovalOutcome::Unavailable,
+    ApprovalOutcome::PageRequested,
+    ApprovalOutcome::PageApproved,
+    ApprovalOutcome::PageDeclined,
+    ApprovalOutcome::PageExpired,
+    ApprovalOutcome::PageRedeemed,
+];
+const RATE_SCOPES: [RateScope; 4] = RateScope::ALL;
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric; series with enum labels are created now, so they read 0
+    /// from the first scrape on.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix(PREFIX);
+        let tool_calls = Family::<ToolCallLabels, Counter>::default();
+        registry.register(
+            "tool_calls",
+            "Tool calls by tool, outcome (ok, error, pending) and error code",
+            tool_calls.clone(),
+        );
+        let decision_family = Family::<PhaseResultLabels, Counter>::default();
+        registry.register(
+            "policy_decisions",
+            "Policy decisions logged, by phase and result (allow, deny, dry_run_deny)",
+            decision_family.clone(),
+        );
+        let decisions = PHASES.map(|phase| {
+            DECISION_RESULTS.map(|result| {
+                decision_family.get_or_create_owned(&PhaseResultLabels { phase, result })
+            })
+        });
+        let evaluation_family =
+            Family::<PhaseLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                evaluation_histogram,
+            );
+        registry.register(
+            "policy_evaluation_seconds",
+            "Time to evaluate one policy decision, by phase",
+            evaluation_family.clone(),
+        );
+        let evaluation_seconds =
+            PHASES.map(|phase| evaluation_family.get_or_create_owned(&PhaseLabels { phase }));
+        let approval_family = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "approvals",
+            "Write approval steps by outcome",
+            approval_family.clone(),
+        );
+        let approvals = APPROVAL_OUTCOMES.map(|outcome| {
+            approval_family.get_or_create_owned(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            })
+        });
+        let zabbix_requests = Family::<ZabbixLabels, Counter>::default();
+        registry.register(
+            "zabbix_requests",
+            "Requests sent to the Zabbix API, by method and result",
+            zabbix_requests.clone(),
+        );
+        let zabbix_seconds =
+            Family::<MethodLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                zabbix_histogram,
+            );
+        registry.register(
+            "zabbix_request_duration_seconds",
+            "Zabbix API request duration (including the wait for a call slot), by method",
+            zabbix_seconds.clone(),
+        );
+        let rate_family = Family::<ScopeLabels, Counter>::default();
+        registry.register(
+            "rate_limited",
+            "Calls refused by a per-caller limit, by scope (policy_rate, policy_concurrent, rate_limit, max_concurrent)",
+            rate_family.clone(),
+        );
+        let rate_limited = RATE_SCOPES.map(|scope| {
+            rate_family.get_or_create_owned(&ScopeLabels {
+                scope: scope.as_str(),
+            })
+        });
+        Metrics {
+            registry,
+            tool_calls,
+            decisions,
+            evaluation_seconds,
+            approvals,
+            zabbix_requests,
+            zabbix_seconds,
+            rate_limited,
+        }
+    }
+
+    /// A tool call ended; `code` is the tool error code (`"none"` unless `Error`).
+    pub fn tool_call(&self, tool: &'static str, outcome: ToolOutcome, code: &'static str) {
+        self.tool_calls
+            .get_or_create(&ToolCallLabels {
+                tool,
+                outcome: outcome.as_str(),
+                code,
+            })
+            .inc();
+    }
+
+    /// A policy decision was logged for `phase`; counts it and its evaluation time.
+    pub fn policy_decision(&self, phase: Phase, decision: &Decision) {
+        let p = phase_index(phase);
+        let result = if !decision.allow {
+            1
+        } else if decision.dry_run_would_deny {
+            2
+        } else {
+            0
+        };
+        self.decisions[p][result].inc();
+        self.evaluation_seconds[p].observe(decision.eval_ns as f64 / 1e9);
+    }
+
+    /// One approval step.
+    pub fn approval(&self, outcome: ApprovalOutcome) {
+        self.approvals[outcome as usize].inc();
+    }
+
+    /// One Zabbix API request and how long it took.
+    pub fn zabbix_request<T>(
+        &self,
+        method: Method,
+        result: &Result<T, ZabbixError>,
+        elapsed: Duration,
+    ) {
+        let method = method.as_str();
+        self.zabbix_requests
+            .get_or_create(&ZabbixLabels {
+                method,
+                result: zabbix_result(result),
+            })
+            .inc();
+        self.zabbix_seconds
+            .get_or_create(&MethodLabels { method })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A call refused by a per-caller limit (called by the rate limiter).
+    pub fn rate_limited(&self, scope: RateScope) {
+        self.rate_limited[scope as usize].inc();
+    }
+
+    /// The text exposition: the registered series, then the values read at scrape time.
+    pub fn render(&self, scrape: Scrape) -> String {
+        scrape::render(&self.registry, scrape)
+    }
+}
+
+impl ToolOutcome {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::Error => "error",
+            ToolOutcome::Pending => "pending",
+        }
+    }
+}
+
+impl ApprovalOutcome {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ApprovalOutcome::NotRequired => "not_required",
+            ApprovalOutcome::Requested => "requested",
+            ApprovalOutcome::Approved => "approved",
+            ApprovalOutcome::Declined => "declined",
+            ApprovalOutcome::Cancelled => "cancelled",
+            ApprovalOutcome::Unavailable => "unavailable",
+            ApprovalOutcome::PageRequested => "page_requested",
+            ApprovalOutcome::PageApproved => "page_approved",
+            ApprovalOutcome::PageDeclined => "page_declined",
+            ApprovalOutcome::PageExpired => "page_expired",
+            ApprovalOutcome::PageRedeemed => "page_redeemed",
+        }
+    }
+}
+
+impl From<crate::mcp::approval::Answer> for ApprovalOutcome {
+    fn from(answer: crate::mcp::approval::Answer) -> Self {
+        use crate::mcp::approval::Answer;
+        match answer {
+            Answer::Approved => ApprovalOutcome::Approved,
+            Answer::Declined => ApprovalOutcome::Declined,
+            Answer::Cancelled => ApprovalOutcome::Cancelled,
+        }
+    }
+}
+
+const fn phase_index(phase: Phase) -> usize {
+    match phase {
+        Phase::List => 0,
+        Phase::Call => 1,
+        Phase::Resource => 2,
+        Phase::Approve => 3,
+    }
+}
+
+/// The `result` label of a Zabbix request: a fixed word per error kind.
+fn zabbix_result<T>(result: &Result<T, ZabbixError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(ZabbixError::Api { .. }) => "api_error",
+        Err(ZabbixError::Timeout(_)) => "timeout",
+        Err(ZabbixError::Unavailable(_)) => "unavailable",
+        Err(ZabbixError::ResponseTooLarge(_)) => "too_large",
+        Err(ZabbixError::HttpStatus(_)) => "http_error",
+        Err(ZabbixError::BadResponse(_)) => "bad_response",
+        // Never sent: no MaxZabbixConcurrency slot came free within Timeout.
+        Err(ZabbixError::Overloaded { .. }) => "overloaded",
+        Err(ZabbixError::Request(_) | ZabbixError::BadUrl { .. } | ZabbixError::Tls(_)) => {
+            "internal_error"
+        }
+    }
+}
+
+fn evaluation_histogram() -> Histogram {
+    Histogram::new(EVALUATION_BUCKETS)
+}
+
+fn zabbix_histogram() -> Histogram {
+    Histogram::new(ZABBIX_BUCKETS)
+}

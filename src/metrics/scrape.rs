@@ -1,0 +1,170 @@
+//! Values read at scrape time from counters the app and the server already keep (in-flight
+//! calls, open connections and sessions, the decision log writer, the identity and list
+//! caches, policy reloads), so the request path pays nothing extra for them.
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+/// The `Content-Type` of the Prometheus text format 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// One scrape's reading of the counters kept elsewhere.
+#[derive(Clone, Debug, Default)]
+pub struct Scrape {
+    /// Tool calls and resource reads being served.
+    pub in_flight: u64,
+    /// Connections open on the MCP listener.
+    pub connections_open: u64,
+    /// Connections closed at accept because `MaxConnections` were open.
+    pub connections_refused: u64,
+    /// Stateful MCP sessions open (0 in stateless mode).
+    pub sessions_open: u64,
+    pub decision_log_written: u64,
+    pub decision_log_dropped: u64,
+    pub decision_log_failed: u64,
+    pub identity_cache_hits: u64,
+    pub identity_cache_misses: u64,
+    pub policy_reloads_ok: u64,
+    pub policy_reloads_failed: u64,
+    /// Revision of the running policy set; `None`: no set loaded (every call denied).
+    pub policy_revision: Option<String>,
+    pub list_sets_evaluated: u64,
+    pub list_sets_reused: u64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RevisionLabel {
+    revision: String,
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        gauge(
+            &mut encoder,
+            "calls_in_flight",
+            "Tool calls and resource reads being served",
+            self.in_flight,
+        )?;
+        gauge(
+            &mut encoder,
+            "connections_open",
+            "Connections open on the MCP listener",
+            self.connections_open,
+        )?;
+        counter(
+            &mut encoder,
+            "connections_refused",
+            "Connections closed at accept because MaxConnections were open",
+            self.connections_refused,
+        )?;
+        gauge(
+            &mut encoder,
+            "sessions_open",
+            "MCP sessions open (SessionMode=stateful; 0 when stateless)",
+            self.sessions_open,
+        )?;
+        counters(
+            &mut encoder,
+            "decision_log_lines",
+            "Decision log lines by result (written, dropped: queue full, failed: write error)",
+            &[
+                ("written", self.decision_log_written),
+                ("dropped", self.decision_log_dropped),
+                ("failed", self.decision_log_failed),
+            ],
+        )?;
+        counters(
+            &mut encoder,
+            "identity_cache_lookups",
+            "Caller identity lookups by result (hit: cached, miss: asked Zabbix)",
+            &[
+                ("hit", self.identity_cache_hits),
+                ("miss", self.identity_cache_misses),
+            ],
+        )?;
+        counters(
+            &mut encoder,
+            "policy_reloads",
+            "Policy set loads by result (ok, failed: the running set was kept)",
+            &[
+                ("ok", self.policy_reloads_ok),
+                ("failed", self.policy_reloads_failed),
+            ],
+        )?;
+        counters(
+            &mut encoder,
+            "list_decision_sets",
+            "tools/list decision sets by result (evaluated: policy run, reused: cached)",
+            &[
+                ("evaluated", self.list_sets_evaluated),
+                ("reused", self.list_sets_reused),
+            ],
+        )?;
+        let mut info = encoder.encode_descriptor(
+            "policy",
+            "The running policy set's revision (no series: no policy loaded, every call denied)",
+            None,
+            MetricType::Info,
+        )?;
+        if let Some(revision) = &self.policy_revision {
+            info.encode_info(&RevisionLabel {
+                revision: revision.clone(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), std::fmt::Error> {
+    let metric = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
+}
+
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), std::fmt::Error> {
+    let metric = ConstCounter::new(value);
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
+}
+
+fn counters(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    values: &[(&'static str, u64)],
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for &(result, value) in values {
+        let labels = ResultLabel { result };
+        ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// The registered series, then this scrape's values, under the same prefix.
+pub(super) fn render(registry: &Registry, scrape: Scrape) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let mut now = Registry::with_prefix(super::PREFIX);
+    now.register_collector(Box::new(scrape));
+    // Writing into a String cannot fail; the encoders only pass the writer's errors on.
+    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, registry);
+    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &now);
+    out
+}

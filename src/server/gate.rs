@@ -1,0 +1,86 @@
+//! The MCP gate (stateless mode): at most a fixed number of requests inside rmcp at once.
+//! rmcp gives every stateless request its own service task and three channels (about 40 kB
+//! between them), so a thousand busy connections would otherwise hold a thousand of those;
+//! past the gate a request waits holding only its parsed head and body. The wait is bounded
+//! by `Timeout`; running out of it is HTTP 503 `overloaded` (nothing was done, retry).
+
+use std::time::Duration;
+
+use http::header::{HeaderValue, RETRY_AFTER};
+use http::{Response, StatusCode};
+use serde_json::json;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::server::routes::{Body, json_response};
+
+/// Requests inside rmcp at once, per Zabbix call slot: every slot can be busy while as
+/// many requests again (lists, denials, resource reads) go on.
+const PER_ZABBIX_SLOT: usize = 2;
+/// The gate never gets narrower than this, whatever `MaxZabbixConcurrency` is.
+const MIN_WIDTH: usize = 32;
+
+pub(crate) struct McpGate {
+    slots: Semaphore,
+    width: usize,
+    wait: Duration,
+}
+
+impl McpGate {
+    /// A gate `PER_ZABBIX_SLOT` times as wide as `MaxZabbixConcurrency`; waits at most `wait`.
+    pub(crate) fn new(max_zabbix_concurrency: usize, wait: Duration) -> McpGate {
+        let width = max_zabbix_concurrency
+            .saturating_mul(PER_ZABBIX_SLOT)
+            .max(MIN_WIDTH);
+        McpGate {
+            slots: Semaphore::new(width),
+            width,
+            wait,
+        }
+    }
+
+    /// A place inside rmcp, or the 503 to answer when none freed up within `wait`.
+    pub(crate) async fn enter(&self) -> Result<SemaphorePermit<'_>, Response<Body>> {
+        match tokio::time::timeout(self.wait, self.slots.acquire()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            // Never closed; treated as overload rather than a panic.
+            Ok(Err(_)) | Err(_) => {
+                tracing::info!(
+                    http.response.status_code = 503u16,
+                    width = self.width,
+                    "request refused: MCP requests at the limit (overloaded)"
+                );
+                let mut response = json_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &json!({"error": "overloaded", "message": format!(
+                        "the sidecar is overloaded: {} MCP requests stayed in progress for {}s; nothing was done, retry later",
+                        self.width, self.wait.as_secs())}),
+                );
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                Err(response)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::McpGate;
+
+    #[tokio::test]
+    async fn a_full_gate_answers_503_overloaded_after_its_wait() {
+        let gate = McpGate::new(1, Duration::from_millis(10));
+        let mut held = Vec::new();
+        for _ in 0..super::MIN_WIDTH {
+            held.push(gate.enter().await.ok().unwrap());
+        }
+        let refused = gate.enter().await.err().unwrap();
+        assert_eq!(refused.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        held.pop();
+        assert!(gate.enter().await.is_ok());
+    }
+}

@@ -1,0 +1,79 @@
+//! Issue 12, overload: a call that waits for one of the `MaxZabbixConcurrency` slots is
+//! bounded by `Timeout` apart from its Zabbix round trip, and running out of that wait is
+//! `overloaded` (the sidecar's own limit, nothing sent to Zabbix), never `upstream_timeout`
+//! (which stays Zabbix's slowness). Against a fault stub through real MCP clients.
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::json;
+use zabbix_mcp_guard::config::DecisionLogSink;
+
+use common::fault::{self, Fault};
+
+const CALLS: usize = 8;
+
+#[tokio::test]
+async fn a_call_that_cannot_get_a_zabbix_slot_in_time_is_overloaded_not_a_zabbix_timeout() {
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let mut config = common::config_for(&stub.url);
+    config.limits.max_zabbix_concurrency = 1;
+    config.timeout = Duration::from_secs(1);
+    let log = common::temp_path("decisions.log");
+    config.decision_log = DecisionLogSink::File(log.clone());
+    let guard = common::start_with(config).await;
+    // Every client connects (and the token's identity is cached) before Zabbix slows down.
+    let mut clients = Vec::new();
+    for _ in 0..CALLS {
+        clients.push(common::client(&guard, "overload-token").await);
+    }
+    common::read(&clients[0], "host_get", json!({"limit": 1})).await;
+    let sent_before = stub.seen("host.get");
+    // Each call holds the one slot 300 ms, well inside Timeout; eight in a row need 2.4 s,
+    // so the last ones wait for a slot longer than Timeout.
+    stub.set(Fault::Slow(Duration::from_millis(300)));
+    let mut calls = tokio::task::JoinSet::new();
+    for client in clients {
+        calls.spawn(async move {
+            let result = common::call(&client, "host_get", json!({"limit": 1})).await;
+            let code = if result.is_error == Some(true) {
+                let body = common::error_body(&result);
+                if body["code"] == "overloaded" {
+                    let message = body["message"].as_str().unwrap_or("");
+                    assert!(message.contains("MaxZabbixConcurrency"), "{message}");
+                    assert!(message.contains("not sent"), "{message}");
+                }
+                body["code"].as_str().unwrap_or("").to_owned()
+            } else {
+                "ok".to_owned()
+            };
+            let _ = client.cancel().await;
+            code
+        });
+    }
+    let mut codes = Vec::new();
+    while let Some(code) = calls.join_next().await {
+        codes.push(code.unwrap());
+    }
+    let count = |code: &str| codes.iter().filter(|c| *c == code).count();
+    assert_eq!(count("ok") + count("overloaded"), CALLS, "{codes:?}");
+    assert!(count("ok") >= 1, "{codes:?}");
+    assert!(count("overloaded") >= 1, "{codes:?}");
+    // An overloaded call never reached Zabbix.
+    assert_eq!(
+        stub.seen("host.get") - sent_before,
+        count("ok"),
+        "{codes:?}"
+    );
+    guard.stop().await;
+    let logged = common::decision_log_lines(&log)
+        .into_iter()
+        .filter(|e| e["event"] == "zabbix_result" && e["data"]["code"] == "overloaded")
+        .count();
+    assert_eq!(
+        logged,
+        count("overloaded"),
+        "one outcome event per overloaded call"
+    );
+}

@@ -1,0 +1,454 @@
+//! Per-caller limits through real MCP clients: the decision's `rate`, the `RateLimit` and
+//! `MaxConcurrent` ceilings, replicas sharing one budget through the lab's Redis, fail
+//! closed when Redis is away, and the `rate_limited` error as the official Python SDK
+//! reads it. A recording proxy in front of the lab shows that nothing refused reaches
+//! Zabbix; a gated stub Zabbix holds calls open for the concurrency caps.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rmcp::model::ReadResourceRequestParams;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use zabbix_mcp_guard::config::{Config, DecisionLogSink, Secret};
+use zabbix_mcp_guard::ratelimit::CallRate;
+
+use common::{Guard, recorder};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A policy that allows everything and gives `host_get` this `rate` (a JSON object).
+fn policy_with_rate(rate: &Value) -> PathBuf {
+    let dir = common::temp_path("policies");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rego = format!(
+        r#"package zabbix.mcp
+
+import rego.v1
+
+decision := {{"allow": true, "reasons": [], "approval": "none", "rate": {rate}}} if {{
+	input.tool.name == "host_get"
+}} else := {{"allow": true, "reasons": [], "approval": "none"}}
+"#
+    );
+    std::fs::write(dir.join("rate.rego"), rego).unwrap();
+    dir
+}
+
+fn config(zabbix_url: &str, policy: Option<PathBuf>) -> Config {
+    let mut config = common::config_for(zabbix_url);
+    if let Some(dir) = policy {
+        config.policy_dir = Some(dir);
+    }
+    config
+}
+
+fn decision_log(config: &Config) -> PathBuf {
+    match &config.decision_log {
+        DecisionLogSink::File(path) => path.clone(),
+        DecisionLogSink::Stdout => panic!("tests log decisions to a file"),
+    }
+}
+
+fn sent(recorder: &recorder::Recorder, method: &str) -> usize {
+    let needle = format!("\"method\":\"{method}\"");
+    recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.contains(&needle))
+        .count()
+}
+
+/// Calls `host_get` until the first refusal (at most `max` calls): the successes before
+/// it, and the refusal's error body.
+async fn until_refused(client: &common::Client, max: usize) -> (usize, Value) {
+    for done in 0..max {
+        let result = common::call(client, "host_get", json!({"limit": 1})).await;
+        if result.is_error == Some(true) {
+            return (done, common::error_body(&result));
+        }
+    }
+    panic!("{max} calls and none refused");
+}
+
+fn rate_limited_event(log: &std::path::Path, decision_id: &str) -> Option<Value> {
+    common::decision_log_lines(log)
+        .into_iter()
+        .find(|l| l["decision_id"] == decision_id && l["event"] == "rate_limited")
+}
+
+/// A per_seconds no earlier run used: Redis keeps budgets between runs, and a budget is
+/// keyed by its value.
+fn fresh_window() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    10_000 + u64::from(nanos % 70_000)
+}
+
+#[tokio::test]
+async fn over_the_policy_rate_nothing_reaches_zabbix_and_the_budget_comes_back() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    // 2 at once, then one more every 3 s.
+    let config = config(
+        &proxy,
+        Some(policy_with_rate(&json!({"calls": 2, "per_seconds": 6}))),
+    );
+    let log = decision_log(&config);
+    let guard = common::start_with(config).await;
+    let client = common::client(&guard, &lab.token_viewer).await;
+
+    let (passed, body) = until_refused(&client, 10).await;
+    assert!(passed >= 2, "the burst of 2 passes first ({passed})");
+    assert_eq!(body["code"], "rate_limited", "{body}");
+    assert_eq!(body["data"]["scope"], "policy_rate", "{body}");
+    let retry = body["data"]["retry_after_seconds"].as_u64().expect("retry");
+    assert!((1..=3).contains(&retry), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("retry after"));
+    assert_eq!(
+        sent(&recorder, "host.get"),
+        passed,
+        "the refused call was not sent"
+    );
+
+    let id = body["decision_id"].as_str().expect("decision_id");
+    let event = rate_limited_event(&log, id).expect("a rate_limited event under the decision");
+    assert_eq!(event["data"]["scope"], "policy_rate");
+    assert_eq!(event["data"]["limit"], "2/6");
+    assert_eq!(event["data"]["retry_after_seconds"], retry);
+    assert_eq!(event["data"]["sent"], false);
+    assert_eq!(
+        guard
+            .app()
+            .limiter
+            .refused(zabbix_mcp_guard::ratelimit::Scope::PolicyRate),
+        1
+    );
+    let metrics = reqwest::get(format!("{}/metrics", guard.base))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "zabbix_mcp_guard_rate_limited_total{scope=\"policy_rate\"} 1"),
+        "the metric counts the refusal:\n{metrics}"
+    );
+
+    // Other tools have no budget in this policy; the limited one refills with time.
+    let hosts = common::read(&client, "hostgroup_get", json!({"limit": 1})).await;
+    assert!(hosts["count"].as_u64().is_some());
+    common::eventually("the budget to refill", WAIT, || async {
+        let result = common::call(&client, "host_get", json!({"limit": 1})).await;
+        (result.is_error != Some(true)).then_some(())
+    })
+    .await;
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn the_rate_limit_parameter_beats_a_generous_policy() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    // The shipped default policy (10000 reads a second) under RateLimit=2/3600.
+    let mut config = config(&proxy, None);
+    config.caller_limits.rate_limit = Some(CallRate::parse("2/3600").unwrap());
+    let guard = common::start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+
+    let (passed, body) = until_refused(&client, 5).await;
+    assert_eq!(passed, 2);
+    assert_eq!(body["code"], "rate_limited", "{body}");
+    assert_eq!(body["data"]["scope"], "rate_limit", "{body}");
+    let retry = body["data"]["retry_after_seconds"].as_u64().unwrap();
+    assert!(
+        (1700..=1800).contains(&retry),
+        "one call back every 1800 s: {body}"
+    );
+    assert_eq!(sent(&recorder, "host.get"), 2);
+
+    // One budget per caller whatever the tool, resource reads included.
+    let other = common::tool_error(&client, "hostgroup_get", json!({})).await;
+    assert_eq!(other["code"], "rate_limited", "{other}");
+    let host = common::seed_id(&lab, "hosts", "mcp-web-01");
+    let error = client
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "zabbix://host/{host}"
+        )))
+        .await
+        .expect_err("a rate limited read fails");
+    let text = format!("{error:?}");
+    assert!(
+        text.contains("rate_limited") && text.contains("retry_after_seconds"),
+        "{text}"
+    );
+    assert_eq!(
+        sent(&recorder, "host.get"),
+        2,
+        "nothing more reached Zabbix"
+    );
+    guard.stop().await;
+}
+
+/// A stub Zabbix whose data calls wait until the test lets them go (identity calls answer
+/// at once): a call held open for as long as the test needs, with no timing involved.
+struct Gated {
+    url: String,
+    held: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+}
+
+async fn gated_stub() -> Gated {
+    common::init();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api_jsonrpc.php", listener.local_addr().unwrap());
+    let held = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let (h, g) = (held.clone(), gate.clone());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (h, g) = (h.clone(), g.clone());
+            tokio::spawn(async move {
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (h, g) = (h.clone(), g.clone());
+                    async move {
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        let request: Value = serde_json::from_slice(&body).unwrap();
+                        let result = match request["method"].as_str().unwrap_or("") {
+                            "apiinfo.version" => json!("7.0.22"),
+                            "user.checkAuthentication" => {
+                                json!({"userid": "1", "username": "Admin", "type": 3, "roleid": "3"})
+                            }
+                            "usergroup.get" => json!([{"name": "Zabbix administrators"}]),
+                            _ => {
+                                h.fetch_add(1, Ordering::SeqCst);
+                                g.acquire().await.unwrap().forget();
+                                json!([{"hostid": "1", "host": "held", "name": "held"}])
+                            }
+                        };
+                        let answer =
+                            json!({"jsonrpc": "2.0", "result": result, "id": request["id"]});
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                            Bytes::from(answer.to_string()),
+                        )))
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Gated { url, held, gate }
+}
+
+/// Starts a `host_get` call in the background and waits until Zabbix holds it.
+async fn hold_one(guard: &Guard, stub: &Gated) -> tokio::task::JoinHandle<bool> {
+    let before = stub.held.load(Ordering::SeqCst);
+    let client = common::client(guard, "held-token").await;
+    let task = tokio::spawn(async move {
+        let result = common::call(&client, "host_get", json!({})).await;
+        result.is_error != Some(true)
+    });
+    let held = stub.held.clone();
+    common::eventually("the call to be held at Zabbix", WAIT, || {
+        let held = held.clone();
+        async move { (held.load(Ordering::SeqCst) > before).then_some(()) }
+    })
+    .await;
+    task
+}
+
+#[tokio::test]
+async fn a_concurrency_cap_refuses_while_a_call_is_in_flight() {
+    let stub = gated_stub().await;
+    let config = config(&stub.url, Some(policy_with_rate(&json!({"concurrent": 1}))));
+    let log = decision_log(&config);
+    let guard = common::start_with(config).await;
+    let held = hold_one(&guard, &stub).await;
+
+    let client = common::client(&guard, "another-token-same-user").await;
+    let body = common::tool_error(&client, "host_get", json!({})).await;
+    assert_eq!(body["code"], "rate_limited", "{body}");
+    assert_eq!(body["data"]["scope"], "policy_concurrent", "{body}");
+    assert_eq!(body["data"]["retry_after_seconds"], 1, "{body}");
+    assert_eq!(
+        stub.held.load(Ordering::SeqCst),
+        1,
+        "nothing sent to Zabbix"
+    );
+    let id = body["decision_id"].as_str().unwrap();
+    assert!(rate_limited_event(&log, id).is_some());
+
+    stub.gate.add_permits(1);
+    assert!(held.await.unwrap(), "the held call completes");
+    stub.gate.add_permits(100);
+    common::eventually("the slot to come back", WAIT, || async {
+        let result = common::call(&client, "host_get", json!({})).await;
+        (result.is_error != Some(true)).then_some(())
+    })
+    .await;
+    assert_eq!(guard.app().limiter.slots_in_use(), 0);
+    guard.stop().await;
+}
+
+fn redis_url() -> String {
+    if let Ok(url) = std::env::var("ZMG_TEST_REDIS_URL") {
+        return url;
+    }
+    let path = common::state_dir().join("approval.env");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `bash deploy/lab/start-zabbix.sh approval`",
+            path.display()
+        )
+    });
+    text.lines()
+        .find_map(|l| l.strip_prefix("ZMG_TEST_REDIS_URL="))
+        .expect("ZMG_TEST_REDIS_URL")
+        .to_owned()
+}
+
+fn shared(mut config: Config, url: &str) -> Config {
+    config.shared_store = Some(Secret::new(url.as_bytes().to_vec()));
+    config
+}
+
+#[tokio::test]
+async fn replicas_sharing_redis_share_one_budget() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let rate = json!({"calls": 3, "per_seconds": fresh_window()});
+    let policy = policy_with_rate(&rate);
+    let a = common::start_with(shared(config(&proxy, Some(policy.clone())), &redis_url())).await;
+    let b = common::start_with(shared(config(&proxy, Some(policy)), &redis_url())).await;
+    let via_a = common::client(&a, &lab.token_viewer).await;
+    let via_b = common::client(&b, &lab.token_viewer).await;
+
+    for client in [&via_a, &via_b, &via_a] {
+        common::read(client, "host_get", json!({"limit": 1})).await;
+    }
+    let body = common::tool_error(&via_b, "host_get", json!({"limit": 1})).await;
+    assert_eq!(
+        body["code"], "rate_limited",
+        "the 4th call, on the other replica: {body}"
+    );
+    assert_eq!(body["data"]["scope"], "policy_rate");
+    assert!(
+        body["data"]["retry_after_seconds"].as_u64().unwrap() > 1000,
+        "{body}"
+    );
+    assert_eq!(sent(&recorder, "host.get"), 3);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn replicas_sharing_redis_share_concurrency_slots() {
+    let stub = gated_stub().await;
+    let replica = || {
+        let mut config = shared(config(&stub.url, None), &redis_url());
+        config.caller_limits.max_concurrent = std::num::NonZeroU32::new(1);
+        common::start_with(config)
+    };
+    let (a, b) = (replica().await, replica().await);
+    let held = hold_one(&a, &stub).await;
+    let client = common::client(&b, "other-token").await;
+    let body = common::tool_error(&client, "host_get", json!({})).await;
+    assert_eq!(body["code"], "rate_limited", "{body}");
+    assert_eq!(body["data"]["scope"], "max_concurrent", "{body}");
+    assert_eq!(stub.held.load(Ordering::SeqCst), 1);
+    stub.gate.add_permits(1);
+    assert!(held.await.unwrap());
+    stub.gate.add_permits(100);
+    common::eventually("the lease to be given back", WAIT, || async {
+        let result = common::call(&client, "host_get", json!({})).await;
+        (result.is_error != Some(true)).then_some(())
+    })
+    .await;
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn without_redis_calls_are_refused() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    // Nothing listens on the discard port.
+    let config = shared(config(&proxy, None), "redis://127.0.0.1:9/");
+    let log = decision_log(&config);
+    let guard = common::start_with(config).await;
+    let client = common::client(&guard, &lab.token_viewer).await;
+    let body = common::tool_error(&client, "host_get", json!({})).await;
+    assert_eq!(body["code"], "internal_error", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("per-caller limits could not be checked"),
+        "{message}"
+    );
+    assert!(message.contains("nothing was sent to Zabbix"), "{message}");
+    assert_eq!(sent(&recorder, "host.get"), 0);
+    let id = body["decision_id"].as_str().unwrap();
+    let failed = common::decision_log_lines(&log)
+        .into_iter()
+        .any(|l| l["decision_id"] == id && l["event"] == "rate_limit_failed");
+    assert!(failed, "the refusal is in the decision log");
+    guard.stop().await;
+}
+
+/// The official MCP Python SDK over streamable HTTP reads the error body.
+#[tokio::test]
+async fn the_python_sdk_reads_rate_limited() {
+    let lab = common::lab(7);
+    let policy = policy_with_rate(&json!({"calls": 1, "per_seconds": 3600}));
+    let guard = common::start_with(config(&lab.url, Some(policy))).await;
+    let python =
+        std::env::var("MCP_PYTHON").unwrap_or_else(|_| "/opt/mcp-python/bin/python".into());
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/deploy/rate_limited_python.py");
+    let (url, token) = (guard.url.clone(), lab.token_viewer.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .arg(&script)
+            .args([&url, &token])
+            .output()
+            .unwrap_or_else(|e| panic!("{python} runs ({e}); run deploy/lab/start-zabbix.sh all"))
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("the summary line");
+    assert_eq!(seen["first_ok"], true, "{seen}");
+    assert_eq!(seen["code"], "rate_limited", "{seen}");
+    assert!(
+        seen["retry_after_seconds"].as_u64().unwrap() > 1000,
+        "{seen}"
+    );
+    assert!(
+        seen["decision_id"]
+            .as_str()
+            .is_some_and(|id| id.len() == 36),
+        "{seen}"
+    );
+    guard.stop().await;
+}
