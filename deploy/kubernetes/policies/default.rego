@@ -4,6 +4,11 @@
 # client can elicit ("if_supported"), reads need no approval; history_get is limited to a
 # 7-day window (604800 s) starting at most 7 days ago; at most 1000 results per call.
 #
+# Per-caller limits (rate), generous so they stop only a runaway agent: reads share one
+# budget of 10000 calls per second and 1000 in flight per Zabbix user; writes another of
+# 600 per minute and 16 in flight. A budget is per caller and per value: tools given the
+# same rate share it. RateLimit and MaxConcurrent (configuration) cap both.
+#
 # Input and decision shapes: see DESIGN.md, "Policy". Only a well-formed decision object
 # with allow == true allows.
 #
@@ -21,6 +26,7 @@ decision := {
 	"approval": "none",
 	"history": {"max_window_seconds": 604800, "max_age_seconds": 604800},
 	"max_limit": 1000,
+	"rate": {"calls": 10000, "per_seconds": 1, "concurrent": 1000},
 } if {
 	input.version == 1
 	input.tool.kind == "read"
@@ -33,6 +39,7 @@ else := {
 	"approval": "if_supported",
 	"history": {"max_window_seconds": 604800, "max_age_seconds": 604800},
 	"max_limit": 1000,
+	"rate": {"calls": 600, "per_seconds": 60, "concurrent": 16},
 } if {
 	input.version == 1
 	input.tool.kind == "write"
