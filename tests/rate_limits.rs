@@ -307,23 +307,6 @@ async fn a_concurrency_cap_refuses_while_a_call_is_in_flight() {
     guard.stop().await;
 }
 
-fn redis_url() -> String {
-    if let Ok(url) = std::env::var("ZMG_TEST_REDIS_URL") {
-        return url;
-    }
-    let path = common::state_dir().join("approval.env");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run `bash deploy/lab/start-zabbix.sh approval`",
-            path.display()
-        )
-    });
-    text.lines()
-        .find_map(|l| l.strip_prefix("ZMG_TEST_REDIS_URL="))
-        .expect("ZMG_TEST_REDIS_URL")
-        .to_owned()
-}
-
 fn shared(mut config: Config, url: &str) -> Config {
     config.shared_store = Some(Secret::new(url.as_bytes().to_vec()));
     config
@@ -335,8 +318,12 @@ async fn replicas_sharing_redis_share_one_budget() {
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let rate = json!({"calls": 3, "per_seconds": fresh_window()});
     let policy = policy_with_rate(&rate);
-    let a = common::start_with(shared(config(&proxy, Some(policy.clone())), &redis_url())).await;
-    let b = common::start_with(shared(config(&proxy, Some(policy)), &redis_url())).await;
+    let a = common::start_with(shared(
+        config(&proxy, Some(policy.clone())),
+        &common::redis_url(),
+    ))
+    .await;
+    let b = common::start_with(shared(config(&proxy, Some(policy)), &common::redis_url())).await;
     let via_a = common::client(&a, &lab.token_viewer).await;
     let via_b = common::client(&b, &lab.token_viewer).await;
 
@@ -362,7 +349,7 @@ async fn replicas_sharing_redis_share_one_budget() {
 async fn replicas_sharing_redis_share_concurrency_slots() {
     let stub = gated_stub().await;
     let replica = || {
-        let mut config = shared(config(&stub.url, None), &redis_url());
+        let mut config = shared(config(&stub.url, None), &common::redis_url());
         config.caller_limits.max_concurrent = std::num::NonZeroU32::new(1);
         common::start_with(config)
     };

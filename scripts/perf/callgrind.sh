@@ -36,19 +36,7 @@ stub_pid=$!
 for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
 stub_port=$(cat "$work/stub.port")
 
-# A free port in ListenPort's range (1024-32767).
-free_port() {
-    python3 -c '
-import random, socket
-for _ in range(100):
-    port = random.randint(20000, 32767)
-    try:
-        socket.socket().bind(("127.0.0.1", port))
-        print(port)
-        break
-    except OSError:
-        pass'
-}
+. scripts/perf/common.sh
 client_args=()
 [ "$CALL" = list ] && client_args=(--list)
 

@@ -28,19 +28,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-# A free port in ListenPort's range (1024-32767).
-free_port() {
-    python3 -c '
-import random, socket
-for _ in range(100):
-    port = random.randint(20000, 32767)
-    try:
-        socket.socket().bind(("127.0.0.1", port))
-        print(port)
-        break
-    except OSError:
-        pass'
-}
+. scripts/perf/common.sh
 wait_ready() {
     for _ in $(seq 300); do
         python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$1/readyz', timeout=5)" 2>/dev/null && return 0

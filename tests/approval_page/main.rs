@@ -462,7 +462,7 @@ async fn replicas_share_approvals_through_redis() {
             zabbix_url: &proxy,
             page: true,
             timeout_secs: 900,
-            shared_store: Some(support::redis_url()),
+            shared_store: Some(common::redis_url()),
             stateful: false,
         })
     };

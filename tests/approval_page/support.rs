@@ -78,23 +78,6 @@ pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
     }
 }
 
-pub fn redis_url() -> String {
-    if let Ok(url) = std::env::var("ZMG_TEST_REDIS_URL") {
-        return url;
-    }
-    let path = common::state_dir().join("approval.env");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run `bash deploy/lab/start-zabbix.sh approval`",
-            path.display()
-        )
-    });
-    text.lines()
-        .find_map(|l| l.strip_prefix("ZMG_TEST_REDIS_URL="))
-        .expect("ZMG_TEST_REDIS_URL")
-        .to_owned()
-}
-
 pub fn ack_args(event: &str, message: &str) -> Value {
     json!({"eventids": [event], "message": message})
 }

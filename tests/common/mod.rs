@@ -297,6 +297,9 @@ pub fn decision_log_lines(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// How often the shared helpers below look again.
+const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Polls `check` until it returns `Some`, for at most `limit`: how tests wait for a
 /// condition (never a fixed sleep).
 pub async fn eventually<T, F, Fut>(what: &str, limit: std::time::Duration, mut check: F) -> T
@@ -304,23 +307,26 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let mut found = None;
+    wait_until(what, limit, async || {
+        found = check().await;
+        found.is_some()
+    })
+    .await;
+    found.expect("wait_until returns only once the check answered")
 }
 
 /// `eventually` for a yes/no condition that needs `&mut` state of its own.
-pub async fn wait_until<F: AsyncFnMut() -> bool>(
+pub async fn wait_until<F: AsyncFnMut() -> bool>(what: &str, limit: std::time::Duration, done: F) {
+    wait_until_every(what, limit, POLL, done).await;
+}
+
+/// `wait_until` looking only every `every`: for a condition that looking disturbs (a probe
+/// that counts as traffic against an idle limit).
+pub async fn wait_until_every<F: AsyncFnMut() -> bool>(
     what: &str,
     limit: std::time::Duration,
+    every: std::time::Duration,
     mut done: F,
 ) {
     let deadline = std::time::Instant::now() + limit;
@@ -329,7 +335,7 @@ pub async fn wait_until<F: AsyncFnMut() -> bool>(
             std::time::Instant::now() < deadline,
             "timed out waiting for {what}"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -343,4 +349,22 @@ pub fn wait_until_blocking(what: &str, limit: std::time::Duration, mut done: imp
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+/// The lab's Redis (`start-zabbix.sh approval` writes it), or `ZMG_TEST_REDIS_URL`.
+pub fn redis_url() -> String {
+    if let Ok(url) = std::env::var("ZMG_TEST_REDIS_URL") {
+        return url;
+    }
+    let path = state_dir().join("approval.env");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `bash deploy/lab/start-zabbix.sh approval`",
+            path.display()
+        )
+    });
+    text.lines()
+        .find_map(|l| l.strip_prefix("ZMG_TEST_REDIS_URL="))
+        .expect("ZMG_TEST_REDIS_URL")
+        .to_owned()
 }
