@@ -77,3 +77,36 @@ async fn a_call_that_cannot_get_a_zabbix_slot_in_time_is_overloaded_not_a_zabbix
         "one outcome event per overloaded call"
     );
 }
+
+/// The official Python SDK reads `overloaded` as a tool error it can show, like rmcp.
+#[tokio::test]
+async fn the_python_sdk_reads_overloaded() {
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let mut config = common::config_for(&stub.url);
+    config.limits.max_zabbix_concurrency = 1;
+    config.timeout = Duration::from_secs(1);
+    let guard = common::start_with(config).await;
+    // The token's identity and the Zabbix version are cached before Zabbix slows down.
+    let warm = common::client(&guard, "overload-token").await;
+    common::read(&warm, "host_get", json!({"limit": 1})).await;
+    stub.set(Fault::Slow(Duration::from_millis(300)));
+    let sent_before = stub.seen("host.get");
+    let seen = common::python_sdk(
+        "overload_python.py",
+        vec![
+            guard.url.clone(),
+            "overload-token".into(),
+            CALLS.to_string(),
+        ],
+    )
+    .await;
+    let ok = seen["codes"]["ok"].as_u64().unwrap_or(0);
+    let overloaded = seen["codes"]["overloaded"].as_u64().unwrap_or(0);
+    assert_eq!(ok + overloaded, CALLS as u64, "{seen}");
+    assert!(overloaded >= 1, "{seen}");
+    let message = seen["overloaded_message"].as_str().unwrap_or("");
+    assert!(message.contains("MaxZabbixConcurrency"), "{seen}");
+    assert_eq!(stub.seen("host.get") - sent_before, ok as usize, "{seen}");
+    let _ = warm.cancel().await;
+    guard.stop().await;
+}

@@ -404,27 +404,11 @@ async fn the_python_sdk_reads_rate_limited() {
     let lab = common::lab(7);
     let policy = policy_with_rate(&json!({"calls": 1, "per_seconds": 3600}));
     let guard = common::start_with(config(&lab.url, Some(policy))).await;
-    let python =
-        std::env::var("MCP_PYTHON").unwrap_or_else(|_| "/opt/mcp-python/bin/python".into());
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/deploy/rate_limited_python.py");
-    let (url, token) = (guard.url.clone(), lab.token_viewer.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(&python)
-            .arg(&script)
-            .args([&url, &token])
-            .output()
-            .unwrap_or_else(|e| panic!("{python} runs ({e}); run deploy/lab/start-zabbix.sh all"))
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim()).expect("the summary line");
+    let seen = common::python_sdk(
+        "rate_limited_python.py",
+        vec![guard.url.clone(), lab.token_viewer.clone()],
+    )
+    .await;
     assert_eq!(seen["first_ok"], true, "{seen}");
     assert_eq!(seen["code"], "rate_limited", "{seen}");
     assert!(

@@ -193,25 +193,14 @@ fn without_a_usable_token_stdio_does_not_start() {
 #[test]
 fn the_python_sdk_spawns_stdio_and_calls_a_tool() {
     let lab = common::lab(7);
-    let python =
-        std::env::var("MCP_PYTHON").unwrap_or_else(|_| "/opt/mcp-python/bin/python".into());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/deploy/stdio_python.py");
-    let out = Command::new(&python)
-        .arg(&script)
-        .args([
+    let summary = common::python_sdk_blocking(
+        "stdio_python.py",
+        &[
             env!("CARGO_BIN_EXE_zabbix-mcp-guard"),
             &lab.url,
             &lab.token_viewer,
-        ])
-        .output()
-        .unwrap_or_else(|e| panic!("{python} runs ({e}); run deploy/lab/start-zabbix.sh all"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let summary: Value = serde_json::from_str(stdout.trim()).expect("the summary line");
     assert_eq!(summary["server"], "zabbix-mcp-guard");
     assert!(
         summary["hosts"]

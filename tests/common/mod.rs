@@ -368,3 +368,36 @@ pub fn redis_url() -> String {
         .expect("ZMG_TEST_REDIS_URL")
         .to_owned()
 }
+
+/// Runs `tests/deploy/<script>` with the official MCP Python SDK (PyPI `mcp`, under
+/// /opt/mcp-python from `start-zabbix.sh all`; `MCP_PYTHON` names another interpreter) and
+/// returns the one JSON summary line it prints.
+pub fn python_sdk_blocking(script: &str, args: &[&str]) -> serde_json::Value {
+    let python =
+        std::env::var("MCP_PYTHON").unwrap_or_else(|_| "/opt/mcp-python/bin/python".into());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/deploy")
+        .join(script);
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{python} runs ({e}); run deploy/lab/start-zabbix.sh all"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("the summary line")
+}
+
+/// `python_sdk_blocking` from async tests: the script talks to a sidecar on this runtime.
+pub async fn python_sdk(script: &'static str, args: Vec<String>) -> serde_json::Value {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        python_sdk_blocking(script, &args)
+    })
+    .await
+    .unwrap()
+}
