@@ -122,6 +122,7 @@ impl App {
             store.clone(),
             config.caller_limits.rate_limit,
             config.caller_limits.max_concurrent,
+            metrics.clone(),
         );
         let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
         Ok(Arc::new(App {

@@ -25,7 +25,6 @@ pub async fn admit(
     let id = decision.decision_id.as_str();
     match &error {
         RateLimitError::Limited { scope, .. } => {
-            app.metrics.rate_limited(*scope);
             app.decisions.event(
                 id,
                 "rate_limited",

@@ -283,6 +283,11 @@ impl Metrics {
         self.rate_limited[scope as usize].inc();
     }
 
+    /// Calls one limit refused since start.
+    pub fn rate_limited_count(&self, scope: RateScope) -> u64 {
+        self.rate_limited[scope as usize].get()
+    }
+
     /// The text exposition: the registered series, then the values read at scrape time.
     pub fn render(&self, scrape: Scrape) -> String {
         scrape::render(&self.registry, scrape)

@@ -174,24 +174,6 @@ impl Scope {
             Scope::RateLimit | Scope::MaxConcurrent => "param",
         }
     }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// Refusals per scope, for the metric (`rate_limited{scope}`).
-#[derive(Debug, Default)]
-pub(crate) struct Counts([std::sync::atomic::AtomicU64; 4]);
-
-impl Counts {
-    pub(crate) fn add(&self, scope: Scope) {
-        self.0[scope.index()].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub(crate) fn get(&self, scope: Scope) -> u64 {
-        self.0[scope.index()].load(std::sync::atomic::Ordering::Relaxed)
-    }
 }
 
 #[cfg(test)]

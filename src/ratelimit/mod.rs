@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::Metrics;
 use crate::store::{AdmitReply, RateAdmit, Store, StoreError};
 
-use limits::Counts;
 pub use limits::{Applied, CallRate, MAX_CALLS, MAX_CONCURRENT, MAX_PER_SECONDS, Scope};
 use memory::MemoryLimiter;
 
@@ -45,7 +45,8 @@ pub struct RateLimiter {
     backend: Backend,
     param_calls: Option<CallRate>,
     param_concurrent: Option<NonZeroU32>,
-    counts: Counts,
+    /// Refusals are counted here (`rate_limited_total{scope}`), where they are decided.
+    metrics: Arc<Metrics>,
 }
 
 enum Backend {
@@ -106,6 +107,7 @@ impl RateLimiter {
         store: Arc<Store>,
         param_calls: Option<CallRate>,
         param_concurrent: Option<NonZeroU32>,
+        metrics: Arc<Metrics>,
     ) -> RateLimiter {
         let backend = match &*store {
             Store::Redis(_) => Backend::Redis(store),
@@ -115,7 +117,7 @@ impl RateLimiter {
             backend,
             param_calls,
             param_concurrent,
-            counts: Counts::default(),
+            metrics,
         }
     }
 
@@ -150,14 +152,14 @@ impl RateLimiter {
             Backend::Redis(store) => admit_shared(store, caller, applied).await,
         };
         if let Err(RateLimitError::Limited { scope, .. }) = &outcome {
-            self.counts.add(*scope);
+            self.metrics.rate_limited(*scope);
         }
         outcome
     }
 
     /// Calls refused by one limit since start (the `rate_limited{scope}` metric).
     pub fn refused(&self, scope: Scope) -> u64 {
-        self.counts.get(scope)
+        self.metrics.rate_limited_count(scope)
     }
 
     /// Concurrency slots held in this process (memory backend; 0 with Redis).

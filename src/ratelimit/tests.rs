@@ -10,6 +10,7 @@ fn limiter(param_calls: Option<&str>, param_concurrent: Option<u32>) -> RateLimi
         store,
         param_calls.map(|r| CallRate::parse(r).expect("rate")),
         param_concurrent.and_then(NonZeroU32::new),
+        Arc::default(),
     )
 }
 
@@ -232,7 +233,7 @@ async fn a_redis_lease_lapses_when_its_holder_stops_renewing() {
 
 #[tokio::test]
 async fn the_shared_limiter_gives_slots_back_when_a_call_ends() {
-    let l = RateLimiter::new(redis(), None, NonZeroU32::new(1));
+    let l = RateLimiter::new(redis(), None, NonZeroU32::new(1), Arc::default());
     let caller = unique("caller");
     let applied = l.applied(None);
     let held = l.admit(&caller, &applied).await.expect("first");
