@@ -39,6 +39,32 @@ impl GuardHandler {
     pub fn new(app: Arc<App>) -> Self {
         Self { app }
     }
+
+    /// The `tools/list` result as JSON text, for a stateless request on a protocol version
+    /// before 2026-07-28 (what rmcp would write for [`ServerHandler::list_tools`]'s result
+    /// there); `None` when only the typed result can be given.
+    pub(crate) async fn list_tools_json(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<String>, McpError> {
+        let (tools, subject) = self.listing(context).await?;
+        Ok(tools::offered_json(&self.app, &tools, &subject))
+    }
+
+    /// The caller's tool list and who asks, for a list request.
+    async fn listing(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Arc<tools::ToolList>, Subject), McpError> {
+        let caller = caller(context)?;
+        let tools = self
+            .app
+            .tool_list()
+            .await
+            .map_err(|e| ToolError::from(e).into_rpc())?;
+        let subject = Subject::new(&self.app, context, &caller, tools.version);
+        Ok((tools, subject))
+    }
 }
 
 fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
@@ -75,13 +101,7 @@ impl ServerHandler for GuardHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let caller = caller(&context)?;
-        let tools = self
-            .app
-            .tool_list()
-            .await
-            .map_err(|e| ToolError::from(e).into_rpc())?;
-        let subject = Subject::new(&self.app, &context, &caller, tools.version);
+        let (tools, subject) = self.listing(&context).await?;
         Ok(ListToolsResult::with_all_items(tools::offered(
             &self.app, &tools, &subject,
         )))
@@ -144,13 +164,7 @@ impl ServerHandler for GuardHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let caller = caller(&context)?;
-        let tools = self
-            .app
-            .tool_list()
-            .await
-            .map_err(|e| ToolError::from(e).into_rpc())?;
-        let subject = Subject::new(&self.app, &context, &caller, tools.version);
+        let (tools, subject) = self.listing(&context).await?;
         Ok(resources::templates(&self.app, &tools, &subject))
     }
 

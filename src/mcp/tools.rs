@@ -24,6 +24,10 @@ use crate::zabbix::{Caller, ZabbixVersion, raw};
 pub struct ToolList {
     pub version: ZabbixVersion,
     pub tools: Vec<Tool>,
+    /// Each tool of `tools` as JSON, written once: most of a list's cost was writing the
+    /// same 22 definitions (their schemas above all) again for every `tools/list`.
+    /// `None` if one could not be written (lists are then serialized as before).
+    json: Option<Vec<Box<str>>>,
     by_exposed_name: HashMap<String, &'static ToolDef>,
 }
 
@@ -56,9 +60,15 @@ impl ToolList {
             tools.push(tool);
             by_exposed_name.insert(exposed, def);
         }
+        let json = tools
+            .iter()
+            .map(|tool| serde_json::to_string(tool).map(String::into_boxed_str))
+            .collect::<Result<_, _>>()
+            .ok();
         ToolList {
             version,
             tools,
+            json,
             by_exposed_name,
         }
     }
@@ -90,6 +100,29 @@ pub fn offered(app: &App, tools: &ToolList, subject: &Subject) -> Vec<Tool> {
         .filter(|(index, _)| set.offers_at(*index))
         .map(|(_, tool)| tool.clone())
         .collect()
+}
+
+/// The same list as [`offered`], as the JSON text of a `tools/list` result for protocol
+/// versions before 2026-07-28 (`{"tools":[…]}`), put together from the kept definitions;
+/// `None` if the list has no kept definitions.
+pub fn offered_json(app: &App, tools: &ToolList, subject: &Subject) -> Option<String> {
+    let json = tools.json.as_ref()?;
+    let set = app.list_decisions.decide(app, tools, subject);
+    let size: usize = json.iter().map(|t| t.len() + 1).sum();
+    let mut out = String::with_capacity(size + 12);
+    out.push_str("{\"tools\":[");
+    let offered = json
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| set.offers_at(*index));
+    for (n, (_, tool)) in offered.enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(tool);
+    }
+    out.push_str("]}");
+    Some(out)
 }
 
 /// One tools/call request, resolved to a tool and a caller.

@@ -81,6 +81,15 @@ pub struct Metrics {
     zabbix_requests: Family<ZabbixLabels, Counter>,
     zabbix_seconds: Family<MethodLabels, Histogram, fn() -> Histogram>,
     rate_limited: [Counter; RATE_SCOPES.len()],
+    mcp_paths: [Counter; MCP_PATHS.len()],
+}
+
+/// Which code answered a stateless MCP request: the sidecar itself (`tools/list` and
+/// `tools/call` before 2026-07-28) or rmcp's transport (everything else).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpPath {
+    Direct,
+    Rmcp,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -122,6 +131,11 @@ struct ScopeLabels {
     scope: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PathLabels {
+    path: &'static str,
+}
+
 /// Phase names in [`phase_index`] order.
 const PHASES: [&str; 4] = ["list", "call", "resource", "approve"];
 /// A decision's result: allowed, denied, or allowed only because of dry-run.
@@ -140,6 +154,7 @@ const APPROVAL_OUTCOMES: [ApprovalOutcome; 11] = [
     ApprovalOutcome::PageRedeemed,
 ];
 const RATE_SCOPES: [RateScope; 4] = RateScope::ALL;
+const MCP_PATHS: [McpPath; 2] = [McpPath::Direct, McpPath::Rmcp];
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -217,6 +232,17 @@ impl Metrics {
                 scope: scope.as_str(),
             })
         });
+        let path_family = Family::<PathLabels, Counter>::default();
+        registry.register(
+            "mcp_requests",
+            "Stateless MCP requests by the code that answered them (direct: tools/list and tools/call before protocol 2026-07-28; rmcp: the rest)",
+            path_family.clone(),
+        );
+        let mcp_paths = MCP_PATHS.map(|path| {
+            path_family.get_or_create_owned(&PathLabels {
+                path: path.as_str(),
+            })
+        });
         Metrics {
             registry,
             tool_calls,
@@ -226,7 +252,13 @@ impl Metrics {
             zabbix_requests,
             zabbix_seconds,
             rate_limited,
+            mcp_paths,
         }
+    }
+
+    /// A stateless MCP request was answered by `path`.
+    pub fn mcp_request(&self, path: McpPath) {
+        self.mcp_paths[path as usize].inc();
     }
 
     /// A tool call ended; `code` is the tool error code (`"none"` unless `Error`).
@@ -291,6 +323,15 @@ impl Metrics {
     /// The text exposition: the registered series, then the values read at scrape time.
     pub fn render(&self, scrape: Scrape) -> String {
         scrape::render(&self.registry, scrape)
+    }
+}
+
+impl McpPath {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpPath::Direct => "direct",
+            McpPath::Rmcp => "rmcp",
+        }
     }
 }
 

@@ -50,7 +50,7 @@ pub(crate) struct ConnContext {
 #[derive(Clone)]
 pub(crate) enum Routes {
     /// `/mcp`, `/healthz`, `/readyz`.
-    Mcp(McpEndpoint),
+    Mcp(Arc<McpEndpoint>),
     /// The approval page (`/approvals/...`).
     ApprovalPage(Arc<Page>),
 }
@@ -181,7 +181,7 @@ where
         // of a whole request (several kB), and a request's state lives only while it runs.
         Box::pin(async move {
             let response = match served {
-                Routes::Mcp(endpoint) => routes::handle(app, endpoint, request, peer).await,
+                Routes::Mcp(endpoint) => routes::handle(app, &endpoint, request, peer).await,
                 Routes::ApprovalPage(page) => {
                     crate::approval_page::handle(&page, request, peer).await
                 }

@@ -3,6 +3,7 @@
 //! lets in-flight calls finish.
 
 mod conn;
+mod direct;
 mod gate;
 pub mod guard;
 pub mod hangup;
@@ -32,6 +33,7 @@ use crate::mcp::GuardHandler;
 use crate::policy::DEFAULT_POLL_INTERVAL;
 use crate::server::conn::ConnContext;
 pub(crate) use crate::server::conn::Routes;
+use crate::server::direct::Direct;
 use crate::server::gate::McpGate;
 use crate::server::guard::AllowedHosts;
 use crate::server::ready::Readiness;
@@ -98,7 +100,7 @@ impl Server {
                 listener,
                 Listener {
                     app: app.clone(),
-                    routes: Routes::Mcp(endpoint.clone()),
+                    routes: Routes::Mcp(Arc::new(endpoint.clone())),
                     tls: tls.clone(),
                     allowed: app.config.allowed_ip.clone(),
                     shutdown: cancel.clone(),
@@ -205,7 +207,7 @@ impl Router {
         request: http::Request<http_body_util::Full<bytes::Bytes>>,
         peer: std::net::IpAddr,
     ) -> http::Response<routes::Body> {
-        routes::handle(self.app.clone(), self.endpoint.clone(), request, peer).await
+        routes::handle(self.app.clone(), &self.endpoint, request, peer).await
     }
 }
 
@@ -240,9 +242,11 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
     let base = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.names().to_vec())
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
-        .with_cancellation_token(cancel);
+        .with_cancellation_token(cancel.clone());
     let handler_app = app.clone();
     let factory = move || Ok(GuardHandler::new(handler_app.clone()));
+    let direct = (app.config.session_mode == SessionMode::Stateless)
+        .then(|| Arc::new(Direct::new(app.clone(), &cancel)));
     let (service, sessions) = match app.config.session_mode {
         SessionMode::Stateless => (
             McpService::Stateless(StreamableHttpService::new(
@@ -279,6 +283,7 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
         sessions,
         connection_slots: None,
         gate,
+        direct,
     }
 }
 

@@ -22,6 +22,7 @@ use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors;
 use crate::mcp::splice::Splice;
+use crate::server::direct::{Direct, Served};
 use crate::server::gate::McpGate;
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
@@ -46,6 +47,8 @@ pub struct McpEndpoint {
     pub(crate) connection_slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Bounds the requests inside rmcp (stateless mode only).
     pub(crate) gate: Option<Arc<McpGate>>,
+    /// Answers stateless tool lists and calls without rmcp's per-request service.
+    pub(crate) direct: Option<Arc<Direct>>,
 }
 
 #[derive(Clone)]
@@ -56,6 +59,14 @@ pub enum McpService {
 
 impl McpEndpoint {
     async fn call(&self, request: Request<Full<Bytes>>) -> Response<Body> {
+        let request = match &self.direct {
+            // Boxed: the connection's own future stays small while no call is in it.
+            Some(direct) => match Box::pin(direct.serve(request)).await {
+                Served::Answered(response) => return response,
+                Served::NotOurs(request) => request,
+            },
+            None => request,
+        };
         let result = match &self.service {
             McpService::Stateless(service) => service.clone().call(request).await,
             McpService::Stateful(service) => service.clone().call(request).await,
@@ -71,7 +82,7 @@ impl McpEndpoint {
 /// socket (fuzzing); hyper hands it `Incoming`.
 pub async fn handle<B>(
     app: Arc<App>,
-    mcp: McpEndpoint,
+    mcp: &McpEndpoint,
     request: Request<B>,
     peer: IpAddr,
 ) -> Response<Body>
@@ -84,7 +95,7 @@ where
         (&Method::GET, "/readyz") => readiness(&app, &mcp.readiness).await,
         // Behind AllowedIP, checked at accept like every request on this listener.
         (&Method::GET, "/metrics") if app.config.status_listener.is_none() => {
-            crate::server::status::metrics(&app, &mcp).await
+            crate::server::status::metrics(&app, mcp).await
         }
         (_, "/mcp") => {
             let mut request = detach_head(request);
