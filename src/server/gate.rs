@@ -1,7 +1,9 @@
-//! The MCP gate (stateless mode): at most a fixed number of requests inside rmcp at once.
-//! rmcp gives every stateless request its own service task and three channels (about 40 kB
-//! between them), so a thousand busy connections would otherwise hold a thousand of those;
-//! past the gate a request waits holding only its parsed head and body. The wait is bounded
+//! The MCP gate (stateless mode): at most a fixed number of requests being answered at
+//! once, by the direct path (`direct.rs`) or by rmcp. rmcp gives every stateless request it
+//! answers its own service task and three channels (about 40 kB between them), and a call
+//! on either path holds its state until Zabbix answers, so a thousand busy connections
+//! would otherwise hold a thousand of those; past the gate a request waits holding only its
+//! parsed head and body. The wait is bounded
 //! by `Timeout`; running out of it is HTTP 503 `overloaded` (nothing was done, retry).
 
 use std::time::Duration;
@@ -13,7 +15,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::server::routes::{Body, json_response};
 
-/// Requests inside rmcp at once, per Zabbix call slot: every slot can be busy while as
+/// Requests being answered at once, per Zabbix call slot: every slot can be busy while as
 /// many requests again (lists, denials, resource reads) go on.
 const PER_ZABBIX_SLOT: usize = 2;
 /// The gate never gets narrower than this, whatever `MaxZabbixConcurrency` is.
@@ -38,7 +40,7 @@ impl McpGate {
         }
     }
 
-    /// A place inside rmcp, or the 503 to answer when none freed up within `wait`.
+    /// A place among the requests being answered, or the 503 to answer when none freed up within `wait`.
     pub(crate) async fn enter(&self) -> Result<SemaphorePermit<'_>, Response<Body>> {
         match tokio::time::timeout(self.wait, self.slots.acquire()).await {
             Ok(Ok(permit)) => Ok(permit),

@@ -45,7 +45,7 @@ pub struct McpEndpoint {
     pub(crate) sessions: Option<Arc<SessionOwners>>,
     /// The MCP listener's `MaxConnections` slots, read by `/metrics` (none without a socket).
     pub(crate) connection_slots: Option<Arc<tokio::sync::Semaphore>>,
-    /// Bounds the requests inside rmcp (stateless mode only).
+    /// Bounds the requests being answered (stateless mode only).
     pub(crate) gate: Option<Arc<McpGate>>,
     /// Answers stateless tool lists and calls without rmcp's per-request service.
     pub(crate) direct: Option<Arc<Direct>>,
