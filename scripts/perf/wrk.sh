@@ -8,14 +8,20 @@
 #    Phases of DURATION seconds each: direct and sidecar at 1 connection, direct and
 #    sidecar at 16 connections, tools/list at 1 connection. The sidecar's CPU is read from
 #    /proc/<pid>/stat (utime+stime) around each sidecar phase and divided by its calls.
+# 3. ROUNDS > 1 repeats the four host_get phases that many times, direct and sidecar
+#    alternating, and reports the median of the rounds' ratios: Zabbix's own p50 drifts
+#    over a minute by more than the sidecar adds, so back-to-back pairs compare better
+#    than one long pair.
 #
-#   scripts/perf/wrk.sh                      # DURATION=10 ENV=/var/lib/zbx-test/zabbix7.env
+#   scripts/perf/wrk.sh                      # DURATION=10 ROUNDS=1 ENV=/var/lib/zbx-test/zabbix7.env
+#   ROUNDS=6 DURATION=5 scripts/perf/wrk.sh  # six interleaved rounds of 5 s phases
 # Needs wrk and python3; build first: cargo build --release.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
 ENV=${ENV:-/var/lib/zbx-test/zabbix7.env}
 DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-1}
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 # shellcheck disable=SC1090
@@ -85,19 +91,32 @@ sidecar_phase() { # CONNECTIONS BODY [OK_MARKER]: RESULT line plus cpu_us per ca
     local requests; requests=$(field "$result" requests)
     echo "$result cpu_us_per_call=$(awk -v t=$((after - before)) -v r="$requests" -v h="$tck" 'BEGIN { printf "%.0f", t / h * 1e6 / r }')"
 }
-d1=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 1)
-s1=$(sidecar_phase 1 "$work/call.json")
-d16=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 16)
-s16=$(sidecar_phase 16 "$work/call.json")
-l1=$(sidecar_phase 1 "$work/list.json" '"tools"')
-echo "direct  host.get  c=1:  $d1"
-echo "sidecar host_get  c=1:  $s1"
-echo "direct  host.get  c=16: $d16"
-echo "sidecar host_get  c=16: $s16"
-echo "sidecar tools/list c=1: $l1"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+p50_ratios=(); rps_ratios=(); cpu1=(); cpu16=()
+for round in $(seq "$ROUNDS"); do
+    d1=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 1)
+    s1=$(sidecar_phase 1 "$work/call.json")
+    d16=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 16)
+    s16=$(sidecar_phase 16 "$work/call.json")
+    [ "$ROUNDS" -gt 1 ] && echo "round $round of $ROUNDS:"
+    echo "direct  host.get  c=1:  $d1"
+    echo "sidecar host_get  c=1:  $s1"
+    echo "direct  host.get  c=16: $d16"
+    echo "sidecar host_get  c=16: $s16"
+    p50_ratios+=("$(ratio "$(field "$s1" p50_us)" "$(field "$d1" p50_us)")")
+    rps_ratios+=("$(ratio "$(field "$s16" rps)" "$(field "$d16" rps)")")
+    cpu1+=("$(field "$s1" cpu_us_per_call)")
+    cpu16+=("$(field "$s16" cpu_us_per_call)")
+done
+l1=$(sidecar_phase 1 "$work/list.json" '"tools"')
+echo "sidecar tools/list c=1: $l1"
 echo
-echo "host_get p50 / host.get p50 at 1 connection: $(ratio "$(field "$s1" p50_us)" "$(field "$d1" p50_us)")"
-echo "host_get calls/s / host.get calls/s at 16 connections: $(ratio "$(field "$s16" rps)" "$(field "$d16" rps)")"
-echo "sidecar CPU per host_get {limit:100}: $(field "$s1" cpu_us_per_call) µs at 1 connection, $(field "$s16" cpu_us_per_call) µs at 16"
+if [ "$ROUNDS" -gt 1 ]; then
+    echo "per round: p50 ratios ${p50_ratios[*]}; calls/s ratios ${rps_ratios[*]}; CPU at 1 connection ${cpu1[*]} µs"
+    echo "medians of $ROUNDS rounds:"
+fi
+echo "host_get p50 / host.get p50 at 1 connection: $(median "${p50_ratios[@]}")"
+echo "host_get calls/s / host.get calls/s at 16 connections: $(median "${rps_ratios[@]}")"
+echo "sidecar CPU per host_get {limit:100}: $(median "${cpu1[@]}") µs at 1 connection, $(median "${cpu16[@]}") µs at 16"
 echo "sidecar CPU per tools/list: $(field "$l1" cpu_us_per_call) µs"
