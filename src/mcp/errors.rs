@@ -34,6 +34,8 @@ pub enum ToolError {
     NotAList { method: Method },
     #[error("the request reached the tool without a resolved caller")]
     NoCaller,
+    #[error("the request's task ended without an answer")]
+    TaskFailed,
     #[error("denied by policy: {}", .reasons.join("; "))]
     Denied { reasons: Vec<String> },
     #[error("the change was not approved ({0}); nothing was sent to Zabbix")]
@@ -107,7 +109,10 @@ impl ToolError {
                     INTERNAL
                 }
             },
-            ToolError::Response(_) | ToolError::NotAList { .. } | ToolError::NoCaller => INTERNAL,
+            ToolError::Response(_)
+            | ToolError::NotAList { .. }
+            | ToolError::NoCaller
+            | ToolError::TaskFailed => INTERNAL,
         }
     }
 
@@ -328,6 +333,7 @@ mod tests {
                 method: Method::HostGet,
             },
             ToolError::NoCaller,
+            ToolError::TaskFailed,
         ];
         for error in ours {
             assert_eq!(error.code(), "internal_error", "{error}");

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::mcp::GuardHandler;
+use crate::mcp::errors::ToolError;
 use crate::metrics::McpPath;
 use crate::server::routes::Body;
 
@@ -146,7 +147,7 @@ impl Direct {
         }));
         task.await.unwrap_or_else(|error| {
             tracing::error!(%error, "MCP request task ended without an answer");
-            Err(ErrorData::internal_error("the request failed", None))
+            Err(ToolError::TaskFailed.into_rpc())
         })
     }
 
