@@ -137,17 +137,11 @@ async fn over_the_policy_rate_nothing_reaches_zabbix_and_the_budget_comes_back()
             .refused(zabbix_mcp_guard::ratelimit::Scope::PolicyRate),
         1
     );
-    let metrics = reqwest::get(format!("{}/metrics", guard.base))
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l == "zabbix_mcp_guard_rate_limited_total{scope=\"policy_rate\"} 1"),
-        "the metric counts the refusal:\n{metrics}"
+    let metrics = common::metrics::scrape(&guard.base).await;
+    assert_eq!(
+        metrics.get("rate_limited_total{scope=\"policy_rate\"}"),
+        1.0,
+        "the metric counts the refusal: {metrics:?}"
     );
 
     // Other tools have no budget in this policy; the limited one refills with time.

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::metrics::scrape;
 use common::{labs, start};
 use serde_json::{Value, json};
 
@@ -12,6 +13,9 @@ use serde_json::{Value, json};
 const DIRECT: &str = "application/json, text/event-stream";
 /// The same types with a weight: rmcp's path.
 const RMCP: &str = "application/json, text/event-stream;q=1";
+
+const DIRECT_SERIES: &str = "mcp_requests_total{path=\"direct\"}";
+const RMCP_SERIES: &str = "mcp_requests_total{path=\"rmcp\"}";
 
 struct Answer {
     status: u16,
@@ -56,24 +60,6 @@ fn without_decision_id(body: &str) -> Value {
 
 fn request(id: Value, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-async fn scrape(base: &str) -> String {
-    reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
-
-fn paths(metrics: &str, path: &str) -> f64 {
-    let series = format!("zabbix_mcp_guard_mcp_requests_total{{path=\"{path}\"}} ");
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{series} not in the metrics"))
 }
 
 #[tokio::test]
@@ -145,16 +131,16 @@ async fn the_sidecar_answers_as_rmcp_would() {
             }
         }
         let after = scrape(&guard.base).await;
-        assert_eq!(paths(&after, "direct") - paths(&before, "direct"), compared);
-        assert_eq!(paths(&after, "rmcp") - paths(&before, "rmcp"), compared);
+        assert_eq!(after.delta(&before, DIRECT_SERIES), compared);
+        assert_eq!(after.delta(&before, RMCP_SERIES), compared);
 
         // 2026-07-28 requests (per-request metadata) and other methods stay rmcp's.
         let ping = request(json!(11), "ping", json!({}));
         let answer = post(&guard.url, &lab.token, DIRECT, Some("2025-11-25"), &ping).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         let last = scrape(&guard.base).await;
-        assert_eq!(paths(&last, "direct"), paths(&after, "direct"));
-        assert_eq!(paths(&last, "rmcp"), paths(&after, "rmcp") + 1.0);
+        assert_eq!(last.delta(&after, DIRECT_SERIES), 0.0);
+        assert_eq!(last.delta(&after, RMCP_SERIES), 1.0);
         guard.stop().await;
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod fault;
 pub mod hangup;
+pub mod metrics;
 pub mod recorder;
 pub mod stub;
 pub mod tls;
