@@ -40,15 +40,17 @@ impl GuardHandler {
         Self { app }
     }
 
-    /// The `tools/list` result as JSON text, for a stateless request on a protocol version
-    /// before 2026-07-28 (what rmcp would write for [`ServerHandler::list_tools`]'s result
-    /// there); `None` when only the typed result can be given.
+    /// Appends the `tools/list` result as JSON text to `out`, for a stateless request on a
+    /// protocol version before 2026-07-28 (what rmcp would write for
+    /// [`ServerHandler::list_tools`]'s result there); false when only the typed result can
+    /// be given.
     pub(crate) async fn list_tools_json(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Option<String>, McpError> {
+        out: &mut String,
+    ) -> Result<bool, McpError> {
         let (tools, subject) = self.listing(context).await?;
-        Ok(tools::offered_json(&self.app, &tools, &subject))
+        Ok(tools::offered_json(&self.app, &tools, &subject, out))
     }
 
     /// The caller's tool list and who asks, for a list request.

@@ -102,14 +102,16 @@ pub fn offered(app: &App, tools: &ToolList, subject: &Subject) -> Vec<Tool> {
         .collect()
 }
 
-/// The same list as [`offered`], as the JSON text of a `tools/list` result for protocol
-/// versions before 2026-07-28 (`{"tools":[…]}`), put together from the kept definitions;
-/// `None` if the list has no kept definitions.
-pub fn offered_json(app: &App, tools: &ToolList, subject: &Subject) -> Option<String> {
-    let json = tools.json.as_ref()?;
+/// The same list as [`offered`], appended to `out` as the JSON text of a `tools/list`
+/// result for protocol versions before 2026-07-28 (`{"tools":[…]}`), put together from the
+/// kept definitions; false (and nothing appended) if the list has no kept definitions.
+pub fn offered_json(app: &App, tools: &ToolList, subject: &Subject, out: &mut String) -> bool {
+    let Some(json) = tools.json.as_ref() else {
+        return false;
+    };
     let set = app.list_decisions.decide(app, tools, subject);
     let size: usize = json.iter().map(|t| t.len() + 1).sum();
-    let mut out = String::with_capacity(size + 12);
+    out.reserve(size + 16);
     out.push_str("{\"tools\":[");
     let offered = json
         .iter()
@@ -122,7 +124,7 @@ pub fn offered_json(app: &App, tools: &ToolList, subject: &Subject) -> Option<St
         out.push_str(tool);
     }
     out.push_str("]}");
-    Some(out)
+    true
 }
 
 /// One tools/call request, resolved to a tool and a caller.

@@ -120,9 +120,14 @@ impl Direct {
         context.extensions.insert(parts);
         let message = match request {
             ClientRequest::ListToolsRequest(_) => {
-                match self.handler.list_tools_json(&context).await {
-                    Ok(Some(result)) => return Served::Answered(list_body(&id, &result)),
-                    Ok(None) => self.handle(request, context).await,
+                // The answer is written straight after its head: the list is copied once.
+                let mut body = response_head(&id);
+                match self.handler.list_tools_json(&context, &mut body).await {
+                    Ok(true) => {
+                        body.push('}');
+                        return Served::Answered(json_body(Ok(Bytes::from(body))));
+                    }
+                    Ok(false) => self.handle(request, context).await,
                     Err(error) => Err(error),
                 }
             }
@@ -192,16 +197,14 @@ fn message_of(result: Result<ServerResult, ErrorData>, id: RequestId) -> ServerJ
     }
 }
 
-/// The JSON-RPC response carrying a `tools/list` result written as text, as rmcp would
-/// write the message (`jsonrpc`, `id`, `result`).
-fn list_body(id: &RequestId, result: &str) -> Response<Body> {
-    match serde_json::to_string(id) {
-        Ok(id) => {
-            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
-            json_body(Ok(Bytes::from(body)))
-        }
-        Err(error) => json_body(Err(error)),
-    }
+/// A JSON-RPC response up to its `result` value, as rmcp writes the message (`jsonrpc`,
+/// `id`, `result`); the caller appends the result and the closing brace.
+fn response_head(id: &RequestId) -> String {
+    let id = match id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => serde_json::Value::String(s.to_string()).to_string(),
+    };
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#)
 }
 
 /// The message as rmcp's JSON response mode sends it.
