@@ -29,6 +29,13 @@ use crate::mcp::errors::{ToolError, unknown_tool};
 use crate::mcp::gate::Subject;
 use crate::zabbix::Caller;
 
+/// The caller, the version's tool list, and the caller as the policy input describes it.
+struct Asked {
+    caller: Caller,
+    tools: Arc<tools::ToolList>,
+    subject: Subject,
+}
+
 /// One handler per MCP session (or per request when stateless); all share the app.
 #[derive(Clone)]
 pub struct GuardHandler {
@@ -49,15 +56,17 @@ impl GuardHandler {
         context: &RequestContext<RoleServer>,
         out: &mut String,
     ) -> Result<bool, McpError> {
-        let (tools, subject) = self.listing(context).await?;
-        Ok(tools::offered_json(&self.app, &tools, &subject, out))
+        let asked = self.asked(context).await?;
+        Ok(tools::offered_json(
+            &self.app,
+            &asked.tools,
+            &asked.subject,
+            out,
+        ))
     }
 
-    /// The caller's tool list and who asks, for a list request.
-    async fn listing(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(Arc<tools::ToolList>, Subject), McpError> {
+    /// Who asks and the tool list of the Zabbix version: what every request starts from.
+    async fn asked(&self, context: &RequestContext<RoleServer>) -> Result<Asked, McpError> {
         let caller = caller(context)?;
         let tools = self
             .app
@@ -65,7 +74,11 @@ impl GuardHandler {
             .await
             .map_err(|e| ToolError::from(e).into_rpc())?;
         let subject = Subject::new(&self.app, context, &caller, tools.version);
-        Ok((tools, subject))
+        Ok(Asked {
+            caller,
+            tools,
+            subject,
+        })
     }
 }
 
@@ -103,9 +116,11 @@ impl ServerHandler for GuardHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let (tools, subject) = self.listing(&context).await?;
+        let asked = self.asked(&context).await?;
         Ok(ListToolsResult::with_all_items(tools::offered(
-            &self.app, &tools, &subject,
+            &self.app,
+            &asked.tools,
+            &asked.subject,
         )))
     }
 
@@ -115,12 +130,11 @@ impl ServerHandler for GuardHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let _in_flight = self.app.in_flight.enter();
-        let caller = caller(&context)?;
-        let tools = self
-            .app
-            .tool_list()
-            .await
-            .map_err(|e| ToolError::from(e).into_rpc())?;
+        let Asked {
+            caller,
+            tools,
+            subject,
+        } = self.asked(&context).await?;
         let Some(def) = tools.find(&request.name) else {
             return Err(unknown_tool(&request.name));
         };
@@ -132,7 +146,6 @@ impl ServerHandler for GuardHandler {
             user.id = %caller.identity.userid,
             token_id = %caller.token_id,
         );
-        let subject = Subject::new(&self.app, &context, &caller, tools.version);
         // Hidden means unknown: the list phase decides before the arguments are looked at.
         if !gate::visible(&self.app, &tools, &subject, &request.name) {
             return Err(unknown_tool(&request.name));
@@ -166,8 +179,12 @@ impl ServerHandler for GuardHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let (tools, subject) = self.listing(&context).await?;
-        Ok(resources::templates(&self.app, &tools, &subject))
+        let asked = self.asked(&context).await?;
+        Ok(resources::templates(
+            &self.app,
+            &asked.tools,
+            &asked.subject,
+        ))
     }
 
     async fn read_resource(
@@ -176,17 +193,17 @@ impl ServerHandler for GuardHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let _in_flight = self.app.in_flight.enter();
-        let caller = caller(&context)?;
-        let tools = self
-            .app
-            .tool_list()
-            .await
-            .map_err(|e| ToolError::from(e).into_rpc())?;
+        let asked = self.asked(&context).await?;
         let span = tracing::info_span!("resource_read", mcp.method.name = "resources/read");
-        let subject = Subject::new(&self.app, &context, &caller, tools.version);
-        resources::read(&self.app, &caller, &subject, &tools, &request.uri)
-            .instrument(span)
-            .await
-            .map(Into::into)
+        resources::read(
+            &self.app,
+            &asked.caller,
+            &asked.subject,
+            &asked.tools,
+            &request.uri,
+        )
+        .instrument(span)
+        .await
+        .map(Into::into)
     }
 }
