@@ -193,11 +193,7 @@ async fn connections_beyond_max_connections_are_refused() {
 
 /// A sidecar with the approval page on a port of its own; returns it and the page's address.
 async fn guard_with_page(adjust: impl FnOnce(&mut Config)) -> (Guard, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let guard = guard_with(|c| {
         c.approval_page = Some(ApprovalPageConfig {
             listen_ip: vec!["127.0.0.1".parse().unwrap()],

@@ -190,15 +190,6 @@ async fn a_policy_change_decides_the_list_again() {
     guard.stop().await;
 }
 
-fn free_port() -> u16 {
-    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it.
-    let seed = std::process::id() as u16;
-    (0..2000)
-        .map(|i| 21000 + (seed.wrapping_add(i * 11)) % 9000)
-        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a free port")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     common::init();
@@ -207,7 +198,7 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     let dir = dir.parent().unwrap();
     let log = dir.join("guard.log");
     let decisions = dir.join("decisions.log");
-    let port = free_port();
+    let port = common::free_port();
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
         .args(["--frontend-url", &lab.url, "--allowed-ip", "127.0.0.1"])

@@ -34,15 +34,6 @@ fn install_tool_access_file() {
         .unwrap();
 }
 
-fn free_port() -> u16 {
-    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it.
-    let seed = (std::process::id() as u16).wrapping_mul(3);
-    (0..2000)
-        .map(|i| 20000 + (seed.wrapping_add(i * 11)) % 10000)
-        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a free port")
-}
-
 /// The binary with only the given variables (no ZABBIX_MCP_GUARD_* from the test run),
 /// started in an empty directory.
 fn binary(vars: &[(&str, String)]) -> Command {
@@ -172,7 +163,7 @@ async fn the_official_file_and_variables_start_a_working_sidecar() {
     common::init();
     install_tool_access_file();
     let lab = common::lab(7);
-    let port = free_port();
+    let port = common::free_port();
     let mut vars = official_vars(&lab);
     vars.push(("ZBX_LISTENPORT", port.to_string()));
     // The image README's triage example: indexed rules replace the default deny list.

@@ -324,10 +324,7 @@ async fn inspector_shows_approval_codes() {
     // `page`: the person sees the approval link in the transcript.
     let mut config = config_for(&lab.url);
     config.policy_dir = Some(write_approval_policy("page"));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = common::free_port();
     let page = format!("http://127.0.0.1:{port}");
     config.approval_page = Some(zabbix_mcp_guard::config::ApprovalPageConfig {
         listen_ip: vec!["127.0.0.1".parse().expect("ip")],

@@ -4,15 +4,6 @@ mod common;
 
 use std::time::Duration;
 
-fn free_port() -> u16 {
-    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it.
-    let seed = std::process::id() as u16;
-    (0..2000)
-        .map(|i| 20000 + (seed.wrapping_add(i * 7)) % 10000)
-        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a free port")
-}
-
 #[test]
 fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
     let lab = common::lab(7);
@@ -20,7 +11,7 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("guard.log");
     let pid = dir.join("guard.pid");
-    let port = free_port();
+    let port = common::free_port();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
         .args([
             "--frontend-url",

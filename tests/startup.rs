@@ -15,20 +15,6 @@ const PLAIN_HTTP: &str =
     "FrontendURL is http:// to a non-loopback host: API tokens cross the network unencrypted";
 const UNASKED: &str = "SessionMode=stateless with a policy that approves writes if_supported: clients are never asked (elicitation needs SessionMode=stateful)";
 
-fn free_port() -> u16 {
-    // ListenPort must be 1024-32767; the kernel's ephemeral range lies above it. Each
-    // call starts elsewhere, so two sidecars of this process never race for one port.
-    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let seed = (std::process::id() as u16)
-        .wrapping_mul(5)
-        .wrapping_add(call.wrapping_mul(997));
-    (0..2000)
-        .map(|i| 20000 + (seed.wrapping_add(i * 13)) % 10000)
-        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a free port")
-}
-
 /// The binary, logging to a file, with the built-in policy (no PolicyDir).
 struct Sidecar {
     child: Child,
@@ -39,7 +25,7 @@ struct Sidecar {
 impl Sidecar {
     fn start(frontend_url: &str, extra: &[&str]) -> Sidecar {
         let log = common::temp_path("guard.log");
-        let port = free_port();
+        let port = common::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
             .args(["--frontend-url", frontend_url, "--allowed-ip", "127.0.0.1"])
             .args([

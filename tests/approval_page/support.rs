@@ -45,11 +45,6 @@ pub fn four_eyes() -> PathBuf {
     dir
 }
 
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
     let mut config = config_for(setup.zabbix_url);
     config.policy_dir = Some(four_eyes());
@@ -60,7 +55,7 @@ pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
         config.session_mode = SessionMode::Stateful;
     }
     config.shared_store = setup.shared_store.map(|url| Secret::new(url.into_bytes()));
-    let port = free_port();
+    let port = common::free_port();
     let page = format!("http://127.0.0.1:{port}");
     if setup.page {
         config.approval_page = Some(ApprovalPageConfig {
@@ -244,7 +239,7 @@ pub struct Browser {
 
 impl Browser {
     pub async fn start() -> Browser {
-        let port = free_port();
+        let port = common::free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

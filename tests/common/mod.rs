@@ -134,6 +134,24 @@ pub fn config_for(zabbix_url: &str) -> Config {
     config
 }
 
+/// A free loopback port below the kernel's ephemeral range (32768 and up), for listeners
+/// whose port must be known before they start (the approval page's URL, the binary's
+/// `ListenPort`). A port taken with `bind(":0")` and released lies in the ephemeral range,
+/// where any `:0` bind or outgoing connect of the same tests can take it before the sidecar
+/// binds it again; below that range only explicit binds compete. Each call starts elsewhere,
+/// so two sidecars of one test binary never race for the same port.
+pub fn free_port() -> u16 {
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let seed = std::process::id()
+        .wrapping_mul(7919)
+        .wrapping_add(call.wrapping_mul(997));
+    (0..2000u32)
+        .map(|i| 20000 + (seed.wrapping_add(i * 13) % 12000) as u16)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port")
+}
+
 /// A fresh path under the temp directory, unique per call.
 pub fn temp_path(name: &str) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
