@@ -31,6 +31,11 @@ use zabbix_mcp_guard::config::DecisionLogSink;
 
 use crate::sidecar::{decision_log_sink, default_decision_log};
 
+/// The allocator the binary ships with (src/main.rs), so the sidecar's code costs here what
+/// it costs there.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Part 2's concurrent tasks, and the client's idle connections per host.
 const CONCURRENCY: usize = 64;
 /// No measured loop runs longer than this; a loop that hits it reports how far it got.
