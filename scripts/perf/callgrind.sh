@@ -2,17 +2,19 @@
 # Instructions the sidecar executes per MCP call against an instant stub Zabbix, counted by
 # valgrind's callgrind: a figure that does not depend on machine load.
 #
-# The released binary runs under callgrind twice, with the default policy set and a decision
-# log file, behind scripts/perf/stub_zabbix.py: once for N calls, once for N+K calls (one
-# keep-alive connection, scripts/perf/mcp_calls.py). (total(N+K) - total(N)) / K is the cost
-# of one call, start-up, warm-up and shutdown excluded.
+# The released binary runs under callgrind with instrumentation off, with the default policy
+# set and a decision log file, behind scripts/perf/stub_zabbix.py. N warm-up calls, then
+# instrumentation on (callgrind_control) for K calls on one keep-alive connection
+# (scripts/perf/mcp_calls.py), then a dump: its total / K is the cost of one call. Start-up
+# (a clock calibration there varies by millions of instructions between runs), warm-up and
+# shutdown are never counted.
 #
 #   scripts/perf/callgrind.sh                # tools/call host_get {"search":"mcp-","limit":10}
 #   CALL=list scripts/perf/callgrind.sh      # tools/list
 #   N=20 K=100 BIN=target/release/zabbix-mcp-guard KEEP=/tmp/cg scripts/perf/callgrind.sh
 #
-# KEEP=DIR keeps the callgrind.out files there (callgrind_annotate DIR/callgrind.out.N+K).
-# Needs valgrind and python3; build first: cargo build --release.
+# KEEP=DIR keeps the callgrind.out files there (callgrind_annotate DIR/callgrind.out.1 is
+# the K measured calls). Needs valgrind and python3; build first: cargo build --release.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
@@ -40,33 +42,30 @@ stub_port=$(cat "$work/stub.port")
 client_args=()
 [ "$CALL" = list ] && client_args=(--list)
 
-# Runs the sidecar under callgrind for $1 calls; prints the instructions of the whole run.
-run() {
-    local calls=$1 port out pid
-    port=$(free_port)
-    out="$work/callgrind.out.$calls"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" \
-        --frontend-url "http://127.0.0.1:$stub_port/api_jsonrpc.php" \
-        --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$port" --policy-dir policies \
-        --decision-log "$work/decisions.$calls.log" --debug-level 3 \
-        >"$work/sidecar.$calls.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 600); do
-        python3 - "$port" <<'PY' 2>/dev/null && break
+port=$(free_port)
+out="$work/callgrind.out"
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" "$BIN" \
+    --frontend-url "http://127.0.0.1:$stub_port/api_jsonrpc.php" \
+    --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$port" --policy-dir policies \
+    --decision-log "$work/decisions.log" --debug-level 3 \
+    >"$work/sidecar.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+    python3 - "$port" <<'PY' 2>/dev/null && break
 import sys, urllib.request
 urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=5)
 PY
-        kill -0 "$pid" 2>/dev/null || { cat "$work/sidecar.$calls.log" >&2; exit 1; }
-        sleep 0.5
-    done
-    python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" "$calls" "${client_args[@]}"
-    kill -TERM "$pid"
-    wait "$pid" || true
-    awk '/^(summary|totals):/ {print $2; exit}' "$out"
-}
-
-small=$(run "$N")
-large=$(run "$((N + K))")
-per_call=$(( (large - small) / K ))
-echo "callgrind: $CALL against the stub: $small instructions for $N calls, $large for $((N + K)) calls"
-echo "instructions per call: $per_call"
+    kill -0 "$pid" 2>/dev/null || { cat "$work/sidecar.log" >&2; exit 1; }
+    sleep 0.5
+done
+python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" "$N" "${client_args[@]}"
+callgrind_control --instr=on "$pid" >/dev/null 2>&1
+python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" "$K" "${client_args[@]}"
+callgrind_control --dump=measured "$pid" >/dev/null 2>&1
+kill -TERM "$pid"
+wait "$pid" || true
+measured=$(grep -l '^desc: Trigger: .*measured' "$out".* 2>/dev/null | head -n 1)
+[ -n "$measured" ] || { echo "callgrind wrote no dump of the measured calls" >&2; exit 1; }
+total=$(awk '/^(summary|totals):/ {print $2; exit}' "$measured")
+echo "callgrind: $CALL against the stub: $total instructions for $K calls after $N warm-up calls"
+echo "instructions per call: $(( total / K ))"
