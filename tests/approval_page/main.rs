@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use common::recorder;
 use common::trapper::{fresh_problem, wait_problem};
 use support::{
-    HOST, PageClient, Setup, TOOL, TRIGGER, ack_args, event_names, eventually, pending, sidecar,
+    HOST, PageClient, Setup, TOOL, TRIGGER, ack_args, counted, event_names, eventually,
+    page_approvals, pending, sidecar,
 };
 
 /// The tests share one lab trigger; they take turns.
@@ -55,6 +56,7 @@ async fn approved_in_a_browser(lab: &common::Lab) {
         stateful: false,
     })
     .await;
+    let counted_before = page_approvals(&car.guard).await;
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = new_problem(&reader, lab).await;
@@ -181,6 +183,17 @@ async fn approved_in_a_browser(lab: &common::Lab) {
         approve["input"]["approver"]["username"], "Admin",
         "{approve}"
     );
+    // One approval asked (the second pending answer found it), approved once, redeemed once.
+    let after = page_approvals(&car.guard).await;
+    assert_eq!(
+        counted(&counted_before, &after),
+        [
+            ("page_requested", 1.0),
+            ("page_approved", 1.0),
+            ("page_redeemed", 1.0)
+        ],
+        "approvals_total by page outcome"
+    );
     car.guard.stop().await;
 }
 
@@ -203,6 +216,7 @@ async fn refusals(lab: &common::Lab) {
         stateful: false,
     })
     .await;
+    let counted_before = page_approvals(&car.guard).await;
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = new_problem(&reader, lab).await;
@@ -363,6 +377,15 @@ async fn refusals(lab: &common::Lab) {
     .await;
     let after = admin.get("/approvals").await;
     assert_eq!(after.status, 303, "signed out");
+    // Declined once; nothing refused here was approved or sent.
+    let moved = counted(&counted_before, &page_approvals(&car.guard).await);
+    assert!(moved.contains(&("page_declined", 1.0)), "{moved:?}");
+    assert!(
+        moved
+            .iter()
+            .all(|(o, _)| !["page_approved", "page_redeemed"].contains(o)),
+        "{moved:?}"
+    );
     car.guard.stop().await;
 }
 
@@ -408,6 +431,7 @@ async fn expired_approval_is_refused_and_asked_anew() {
         stateful: false,
     })
     .await;
+    let counted_before = page_approvals(&car.guard).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = support::open_event(&lab, &car.guard).await;
     let args = ack_args(&event, "expires");
@@ -430,6 +454,11 @@ async fn expired_approval_is_refused_and_asked_anew() {
         pending(&anew).0,
         id,
         "after the expiry a new approval is asked"
+    );
+    assert_eq!(
+        counted(&counted_before, &page_approvals(&car.guard).await),
+        [("page_requested", 2.0), ("page_expired", 1.0)],
+        "approvals_total by page outcome"
     );
     car.guard.stop().await;
 }

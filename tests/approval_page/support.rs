@@ -102,6 +102,42 @@ pub fn event_names(log: &Path, decision_id: &str) -> Vec<String> {
         .collect()
 }
 
+/// The page outcomes of `approvals_total`.
+const PAGE_OUTCOMES: [&str; 5] = [
+    "page_requested",
+    "page_approved",
+    "page_declined",
+    "page_expired",
+    "page_redeemed",
+];
+
+/// `approvals_total` by page outcome, as the sidecar's `/metrics` shows it now.
+pub async fn page_approvals(guard: &Guard) -> Vec<(&'static str, f64)> {
+    let scraped = common::metrics::scrape(&guard.base).await;
+    PAGE_OUTCOMES
+        .iter()
+        .map(|o| {
+            (
+                *o,
+                scraped.get(&format!("approvals_total{{outcome=\"{o}\"}}")),
+            )
+        })
+        .collect()
+}
+
+/// The page outcomes counted between two [`page_approvals`], the ones that moved only.
+pub fn counted(
+    before: &[(&'static str, f64)],
+    after: &[(&'static str, f64)],
+) -> Vec<(&'static str, f64)> {
+    before
+        .iter()
+        .zip(after)
+        .map(|((outcome, was), (_, is))| (*outcome, is - was))
+        .filter(|(_, n)| *n != 0.0)
+        .collect()
+}
+
 pub use crate::common::eventually;
 
 // ---------------------------------------------------------------------------------------
