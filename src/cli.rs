@@ -225,6 +225,9 @@ pub struct ParamFlags {
     /// MaxZabbixConcurrency: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_ZABBIX_CONCURRENCY]
     #[arg(long, value_name = "VALUE")]
     pub max_zabbix_concurrency: Option<String>,
+    /// WorkerThreads: see README "Performance" [ZABBIX_MCP_GUARD_WORKER_THREADS]
+    #[arg(long, value_name = "VALUE")]
+    pub worker_threads: Option<String>,
     /// MaxSessions: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_SESSIONS]
     #[arg(long, value_name = "VALUE")]
     pub max_sessions: Option<String>,
@@ -365,6 +368,7 @@ impl ParamFlags {
             Param::MaxSessions => one(&self.max_sessions),
             Param::SessionIdleTimeout => one(&self.session_idle_timeout),
             Param::ElicitationTimeout => one(&self.elicitation_timeout),
+            Param::WorkerThreads => one(&self.worker_threads),
             Param::RateLimit => one(&self.rate_limit),
             Param::MaxConcurrent => one(&self.max_concurrent),
             Param::StatusListenIp => one(&self.status_listen_ip),

@@ -1,5 +1,6 @@
 //! The `zabbix-mcp-guard` binary: parse the command line, load the configuration, run.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -76,10 +77,12 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .map(PidFile::create)
         .transpose()?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = async_runtime(config.limits.worker_threads)?;
+    tracing::info!(
+        target: telemetry::LIFECYCLE_TARGET,
+        worker_threads = runtime.metrics().num_workers(),
+        "async runtime started"
+    );
     runtime.block_on(async move {
         if let Some(file) = config
             .approval_seal_key_file
@@ -160,16 +163,32 @@ fn run_stdio(config: Config) -> anyhow::Result<()> {
     let token = stdio::token_from_env()?;
     let logging = telemetry::init(&config).context("cannot set up logging")?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = async_runtime(config.limits.worker_threads)?;
     runtime.block_on(async move {
         let app = App::new(config).context("cannot set up the sidecar")?;
         reload_on_sighup(&app);
         stdio::run(app, token).await?;
         Ok(())
     })
+}
+
+/// The runtime `WorkerThreads` asks for. One thread is tokio's current-thread scheduler
+/// (no hand-offs between workers, as linkerd2-proxy runs with one core); more, or one per
+/// CPU (`None`, which `TOKIO_WORKER_THREADS` may still set), the multi-thread one.
+fn async_runtime(workers: Option<NonZeroUsize>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = match workers.map(NonZeroUsize::get) {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(n);
+            builder
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }
 
 /// SIGHUP reloads the policy set now (the file watcher also picks changes up).

@@ -70,3 +70,72 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
     assert!(text.contains("shutting down"), "{text}");
     assert!(!text.contains(&lab.token));
 }
+
+/// `WorkerThreads`: with 1 (the default) the binary runs on tokio's current-thread
+/// scheduler, with 2 on the multi-thread one; both serve MCP calls (a list and a read through
+/// a real client) and stop cleanly on SIGTERM.
+#[test]
+fn worker_threads_set_the_runtime_and_calls_are_served() {
+    for workers in ["1", "2"] {
+        serves_calls_with(workers);
+    }
+}
+
+fn serves_calls_with(workers: &str) {
+    let lab = common::lab(7);
+    let dir = std::env::temp_dir().join(format!("zmg-workers-{workers}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("guard.log");
+    let port = common::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+        .args(["--frontend-url", &lab.url, "--allowed-ip", "127.0.0.1"])
+        .args([
+            "--listen-ip",
+            "127.0.0.1",
+            "--listen-port",
+            &port.to_string(),
+        ])
+        .args(["--worker-threads", workers, "--log-type", "file"])
+        .arg("--log-file")
+        .arg(&log)
+        .arg("--decision-log")
+        .arg(dir.join("decisions.log"))
+        .env_remove("RUST_LOG")
+        .env_remove("TOKIO_WORKER_THREADS")
+        .spawn()
+        .unwrap();
+    common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening")
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let started = text
+        .lines()
+        .find(|l| l.contains("async runtime started"))
+        .unwrap_or_else(|| panic!("no runtime line: {text}"));
+    assert!(
+        started.contains(&format!("worker_threads={workers}")),
+        "{started}"
+    );
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        common::init();
+        let guard = common::Guard::external(&format!("http://127.0.0.1:{port}"));
+        let client = common::client(&guard, &lab.token).await;
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "host_get"), "{tools:?}");
+        let read = common::call(&client, "host_get", serde_json::json!({"limit": 1})).await;
+        assert_ne!(read.is_error, Some(true), "{:?}", read.content);
+        let _ = client.cancel().await;
+    });
+
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -1,7 +1,9 @@
 //! The resource limits (issue 12): per-stage connection timeouts, the connection cap, the
 //! bound on what is read from Zabbix and on concurrent Zabbix calls, and the session
-//! limits of the stateful mode. Each is a parameter with a documented default.
+//! limits of the stateful mode, and the threads the sidecar runs on. Each is a parameter with
+//! a documented default.
 
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use super::error::ConfigError;
@@ -36,6 +38,10 @@ pub struct Limits {
     pub session_idle: Duration,
     /// `ElicitationTimeout`: an approval question unanswered this long is declined.
     pub elicitation: Duration,
+    /// `WorkerThreads`: the async runtime's threads; `None` (0) is one per CPU the process
+    /// may use. One by default: next to Zabbix's PHP a single thread serves far more calls
+    /// than Zabbix can answer, with the least CPU per call (README "Performance").
+    pub worker_threads: Option<NonZeroUsize>,
 }
 
 pub const DEFAULT_TLS_HANDSHAKE_SECS: u64 = 10;
@@ -59,6 +65,7 @@ const CONCURRENCY_RANGE: (u64, u64) = (1, 4096);
 const ZABBIX_RESPONSE_RANGE: (u64, u64) = (1 << 20, 256 << 20);
 const SESSION_IDLE_RANGE: (u64, u64) = (10, 86_400);
 const ELICITATION_RANGE: (u64, u64) = (10, 3600);
+const WORKER_THREADS_RANGE: (u64, u64) = (0, 256);
 
 impl Default for Limits {
     fn default() -> Self {
@@ -74,6 +81,7 @@ impl Default for Limits {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
             elicitation: Duration::from_secs(DEFAULT_ELICITATION_SECS),
+            worker_threads: Some(NonZeroUsize::MIN),
         }
     }
 }
@@ -118,6 +126,10 @@ pub fn build(r: &Resolved) -> Result<Limits, ConfigError> {
             d.session_idle,
         )?,
         elicitation: secs(Param::ElicitationTimeout, ELICITATION_RANGE, d.elicitation)?,
+        worker_threads: match int(r, Param::WorkerThreads, WORKER_THREADS_RANGE)? {
+            Some(v) => usize::try_from(v).ok().and_then(NonZeroUsize::new),
+            None => d.worker_threads,
+        },
     })
 }
 
@@ -142,6 +154,10 @@ pub fn render(limits: &Limits, param: Param) -> Option<String> {
         Param::MaxSessions => limits.max_sessions.to_string(),
         Param::SessionIdleTimeout => secs(limits.session_idle),
         Param::ElicitationTimeout => secs(limits.elicitation),
+        Param::WorkerThreads => limits
+            .worker_threads
+            .map_or(0, NonZeroUsize::get)
+            .to_string(),
         _ => return None,
     })
 }
@@ -176,6 +192,7 @@ mod tests {
         let text = c.render_effective();
         assert!(text.contains("MaxConnections=1000\n"), "{text}");
         assert!(text.contains("MaxZabbixResponseSize=16M\n"), "{text}");
+        assert!(text.contains("WorkerThreads=1\n"), "{text}");
     }
 
     #[test]
@@ -192,6 +209,7 @@ mod tests {
             (Param::MaxSessions, "9"),
             (Param::SessionIdleTimeout, "60"),
             (Param::ElicitationTimeout, "30"),
+            (Param::WorkerThreads, "2"),
         ])
         .unwrap()
         .limits;
@@ -206,11 +224,16 @@ mod tests {
         assert_eq!(l.max_sessions, 9);
         assert_eq!(l.session_idle, Duration::from_secs(60));
         assert_eq!(l.elicitation, Duration::from_secs(30));
+        assert_eq!(l.worker_threads.map(|n| n.get()), Some(2));
+        let per_cpu = load(&[(Param::WorkerThreads, "0")]).unwrap().limits;
+        assert_eq!(per_cpu.worker_threads, None);
         for (param, bad) in [
             (Param::HeaderTimeout, "0"),
             (Param::MaxConnections, "0"),
             (Param::MaxZabbixResponseSize, "64K"),
             (Param::MaxZabbixConcurrency, "x"),
+            (Param::WorkerThreads, "257"),
+            (Param::WorkerThreads, "-1"),
         ] {
             let err = load(&[(param, bad)]).unwrap_err().to_string();
             assert!(err.contains(param.flag()), "{bad}: {err}");
