@@ -200,22 +200,11 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     let decisions = dir.join("decisions.log");
     let port = common::free_port();
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-        .args(["--frontend-url", &lab.url, "--allowed-ip", "127.0.0.1"])
-        .args([
-            "--listen-ip",
-            "127.0.0.1",
-            "--listen-port",
-            &port.to_string(),
-        ])
-        .args(["--log-type", "file"])
-        .arg("--log-file")
-        .arg(&log)
+    let mut child = common::binary(&lab.url, port, &log)
         .arg("--policy-dir")
         .arg(&policies)
         .arg("--decision-log")
         .arg(&decisions)
-        .env_remove("RUST_LOG")
         .spawn()
         .unwrap();
     common::eventually("the sidecar to start", Duration::from_secs(20), || {
@@ -241,12 +230,7 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     for _ in 0..CALLS {
         common::read(&client, "hostgroup_get", json!({"limit": 1})).await;
     }
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = child.wait().unwrap();
+    let status = common::terminate(&mut child).expect("SIGTERM and exit");
     assert!(status.success(), "{status}");
     let lines: Vec<Value> = std::fs::read_to_string(&decisions)
         .unwrap()

@@ -128,10 +128,7 @@ struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
+        let _ = common::terminate(&mut self.0);
     }
 }
 

@@ -12,23 +12,11 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
     let log = dir.join("guard.log");
     let pid = dir.join("guard.pid");
     let port = common::free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-        .args([
-            "--frontend-url",
-            &lab.url,
-            "--allowed-ip",
-            "127.0.0.1",
-            "--listen-ip",
-            "127.0.0.1",
-        ])
-        .args(["--listen-port", &port.to_string(), "--log-type", "file"])
-        .arg("--log-file")
-        .arg(&log)
+    let mut child = common::binary(&lab.url, port, &log)
         .arg("--pid-file")
         .arg(&pid)
         .arg("--decision-log")
         .arg(dir.join("decisions.log"))
-        .env_remove("RUST_LOG")
         .spawn()
         .unwrap();
     common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
@@ -58,12 +46,7 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
                 .contains("SIGHUP: reloading policies")
         },
     );
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = child.wait().unwrap();
+    let status = common::terminate(&mut child).expect("SIGTERM and exit");
     assert!(status.success(), "{status}");
     assert!(!pid.exists(), "the PID file is removed on exit");
     let text = std::fs::read_to_string(&log).unwrap();
@@ -87,20 +70,10 @@ fn serves_calls_with(workers: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("guard.log");
     let port = common::free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-        .args(["--frontend-url", &lab.url, "--allowed-ip", "127.0.0.1"])
-        .args([
-            "--listen-ip",
-            "127.0.0.1",
-            "--listen-port",
-            &port.to_string(),
-        ])
-        .args(["--worker-threads", workers, "--log-type", "file"])
-        .arg("--log-file")
-        .arg(&log)
+    let mut child = common::binary(&lab.url, port, &log)
+        .args(["--worker-threads", workers])
         .arg("--decision-log")
         .arg(dir.join("decisions.log"))
-        .env_remove("RUST_LOG")
         .env_remove("TOKIO_WORKER_THREADS")
         .spawn()
         .unwrap();
@@ -131,11 +104,6 @@ fn serves_calls_with(workers: &str) {
         let _ = client.cancel().await;
     });
 
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = child.wait().unwrap();
+    let status = common::terminate(&mut child).expect("SIGTERM and exit");
     assert!(status.success(), "{status}");
 }

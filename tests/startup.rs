@@ -76,10 +76,7 @@ impl Sidecar {
 
     /// SIGTERM, wait, and the whole log.
     fn stop(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
+        let _ = common::terminate(&mut self.child);
         self.text()
     }
 }

@@ -152,6 +152,36 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// The released binary in front of `frontend_url`, on 127.0.0.1:`port` (allowed from
+/// loopback), logging to the file `log`; the caller adds its own flags and spawns it.
+pub fn binary(frontend_url: &str, port: u16, log: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"));
+    command
+        .args(["--frontend-url", frontend_url, "--allowed-ip", "127.0.0.1"])
+        .args([
+            "--listen-ip",
+            "127.0.0.1",
+            "--listen-port",
+            &port.to_string(),
+        ])
+        .args(["--log-type", "file"])
+        .arg("--log-file")
+        .arg(log)
+        .env_remove("RUST_LOG");
+    command
+}
+
+/// Sends the binary SIGTERM (its graceful shutdown) and waits for it to exit.
+pub fn terminate(child: &mut std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    if !sent.success() {
+        return Err(std::io::Error::other(format!("kill -TERM: {sent}")));
+    }
+    child.wait()
+}
+
 /// A fresh path under the temp directory, unique per call.
 pub fn temp_path(name: &str) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
