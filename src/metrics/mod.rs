@@ -195,17 +195,14 @@ impl Metrics {
         );
         let evaluation_seconds =
             PHASES.map(|phase| evaluation_family.get_or_create_owned(&PhaseLabels { phase }));
-        let approval_family = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
+        let approvals = counters(
+            &mut registry,
             "approvals",
             "Write approval steps by outcome",
-            approval_family.clone(),
-        );
-        let approvals = APPROVAL_OUTCOMES.map(|outcome| {
-            approval_family.get_or_create_owned(&OutcomeLabels {
+            APPROVAL_OUTCOMES.map(|outcome| OutcomeLabels {
                 outcome: outcome.as_str(),
-            })
-        });
+            }),
+        );
         let zabbix_requests = Family::<ZabbixLabels, Counter>::default();
         registry.register(
             "zabbix_requests",
@@ -221,28 +218,22 @@ impl Metrics {
             "Zabbix API request duration (including the wait for a call slot), by method",
             zabbix_seconds.clone(),
         );
-        let rate_family = Family::<ScopeLabels, Counter>::default();
-        registry.register(
+        let rate_limited = counters(
+            &mut registry,
             "rate_limited",
             "Calls refused by a per-caller limit, by scope (policy_rate, policy_concurrent, rate_limit, max_concurrent)",
-            rate_family.clone(),
-        );
-        let rate_limited = RATE_SCOPES.map(|scope| {
-            rate_family.get_or_create_owned(&ScopeLabels {
+            RATE_SCOPES.map(|scope| ScopeLabels {
                 scope: scope.as_str(),
-            })
-        });
-        let path_family = Family::<PathLabels, Counter>::default();
-        registry.register(
+            }),
+        );
+        let mcp_paths = counters(
+            &mut registry,
             "mcp_requests",
             "Stateless MCP requests by the code that answered them (direct: tools/list and tools/call before protocol 2026-07-28; rmcp: the rest)",
-            path_family.clone(),
-        );
-        let mcp_paths = MCP_PATHS.map(|path| {
-            path_family.get_or_create_owned(&PathLabels {
+            MCP_PATHS.map(|path| PathLabels {
                 path: path.as_str(),
-            })
-        });
+            }),
+        );
         Metrics {
             registry,
             tool_calls,
@@ -343,6 +334,22 @@ impl ToolOutcome {
             ToolOutcome::Pending => "pending",
         }
     }
+}
+
+/// Registers a counter family under `name` and creates its series for each of `labels` up
+/// front, so counting one is an index into the returned array.
+fn counters<L, const N: usize>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    labels: [L; N],
+) -> [Counter; N]
+where
+    L: EncodeLabelSet + Clone + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::<L, Counter>::default();
+    registry.register(name, help, family.clone());
+    labels.map(|label| family.get_or_create_owned(&label))
 }
 
 impl ApprovalOutcome {
