@@ -1,12 +1,13 @@
-//! The structured content of a read result, written into rmcp's JSON response as the
-//! envelope text it already is, so rmcp does not serialize the same document a second time
-//! from a `serde_json::Value` tree (and no tree is built).
+//! A read result's document, written into rmcp's JSON response by us rather than by rmcp:
+//! rmcp would serialize it twice, once as the text block (escaping it byte by byte through
+//! serde's writer, a fifth of a call's instructions) and once as the structured content
+//! (from a `serde_json::Value` tree that would have to be built first).
 //!
 //! Stateless HTTP only: the route puts a [`Splice`] into the request; the read path puts
-//! a placeholder object (random per response) where the structured content goes and
-//! leaves the envelope text in the slot; the route replaces the placeholder's JSON text
-//! in the finished response body with that text. Where no slot exists (stateful sessions,
-//! stdio) the structured content is the parsed `Value`, as before.
+//! placeholders (random per response) where the text and the structured content go and
+//! leaves the document in the slot; the route replaces the placeholders' JSON text in the
+//! finished response body with the escaped document and the document. Where no slot exists
+//! (stateful sessions, stdio) rmcp serializes both forms, as before.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,27 +15,51 @@ use bytes::Bytes;
 use http::StatusCode;
 use http::header::CONTENT_LENGTH;
 use http_body_util::{BodyExt, Full};
+use memchr::memmem;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use crate::server::routes::{Body, json_response};
 
-/// The key the placeholder is looked for under: `"structuredContent":{"…` cannot occur
-/// inside a JSON string (its quotes would be escaped), only as rmcp's field.
-const FIELD: &[u8] = b"\"structuredContent\":";
+/// The keys the placeholders are looked for under: `"text":"…` and
+/// `"structuredContent":{"…` cannot occur inside a JSON string (its quotes would be
+/// escaped), only as rmcp's fields.
+const TEXT_FIELD: &[u8] = b"\"text\":";
+const STRUCTURED_FIELD: &[u8] = b"\"structuredContent\":";
 
-const PLACEHOLDER_KEY: &str = "zabbix-mcp-guard-structured";
+const TEXT_PREFIX: &str = "zabbix-mcp-guard-text-";
+const STRUCTURED_KEY: &str = "zabbix-mcp-guard-structured";
 
-/// One response's slot for its structured content.
+/// One response's slot for its document.
 #[derive(Clone, Default)]
 pub struct Splice {
     slot: Arc<Mutex<Option<Filled>>>,
 }
 
+/// What the read path puts into rmcp's result in place of the document.
+pub struct Placeholders {
+    /// The text block's text.
+    pub text: String,
+    /// The structured content: an object, so rmcp keeps it for every protocol version (it
+    /// drops non-object structured content for older ones).
+    pub structured: Value,
+}
+
 struct Filled {
-    /// The placeholder's JSON text, as rmcp serializes it.
-    placeholder: String,
-    text: String,
+    /// Random per response; both placeholders carry it.
+    nonce: String,
+    /// The document: a complete JSON object.
+    document: String,
+}
+
+/// How a finished body relates to its slot.
+enum Spliced {
+    Done(Bytes),
+    /// No placeholder anywhere: the call did not answer with the read result (an error).
+    Absent,
+    /// A placeholder where neither of rmcp's fields is, or a document that does not
+    /// escape: never sent.
+    Failed,
 }
 
 impl Splice {
@@ -47,25 +72,27 @@ impl Splice {
             .cloned()
     }
 
-    /// Keeps `text` (a complete JSON object) for the response; returns the placeholder to
-    /// put where it goes: an object too, so rmcp keeps it for every protocol version (it
-    /// drops non-object structured content for older ones). `None` if the slot is
-    /// unusable (the caller then builds the value).
-    pub fn fill(&self, text: String) -> Option<Value> {
+    /// Keeps `document` (a complete JSON object) for the response; returns what to put
+    /// where it goes, or gives it back if the slot is unusable (the caller then puts the
+    /// document itself into the result).
+    pub fn fill(&self, document: String) -> Result<Placeholders, String> {
+        let Ok(mut slot) = self.slot.lock() else {
+            return Err(document);
+        };
         let nonce = uuid::Uuid::new_v4().simple().to_string();
-        let placeholder = json!({ PLACEHOLDER_KEY: nonce });
-        let mut slot = self.slot.lock().ok()?;
-        *slot = Some(Filled {
-            placeholder: placeholder.to_string(),
-            text,
-        });
-        Some(placeholder)
+        let placeholders = Placeholders {
+            text: format!("{TEXT_PREFIX}{nonce}"),
+            structured: json!({ STRUCTURED_KEY: nonce }),
+        };
+        *slot = Some(Filled { nonce, document });
+        Ok(placeholders)
     }
 
-    /// Writes the kept text over the placeholder in `response`'s body. A response whose
-    /// slot was not filled, or that has no structured content (rmcp leaves it out for
-    /// protocol versions before 2025-06-18), passes unchanged; a placeholder anywhere else
-    /// is our failure: an internal error, never a response carrying it.
+    /// Writes the kept document over the placeholders in `response`'s body. A response
+    /// whose slot was not filled, or that carries no placeholder (the call failed after
+    /// all), passes unchanged; rmcp leaves the structured content out for protocol versions
+    /// before 2025-06-18, and then only the text is written. A placeholder anywhere else is
+    /// our failure: an internal error, never a response carrying it.
     pub async fn apply(&self, response: http::Response<Body>) -> http::Response<Body> {
         let filled = match self.slot.lock() {
             Ok(mut slot) => slot.take(),
@@ -80,39 +107,151 @@ impl Splice {
             Err(never) => match never {},
         };
         let body = match splice(&body, &filled) {
-            Some(spliced) => spliced,
-            None if !contains(&body, filled.placeholder.as_bytes()) => body,
-            None => return splice_failed(),
+            Spliced::Done(spliced) => spliced,
+            Spliced::Absent => body,
+            Spliced::Failed => return splice_failed(),
         };
         parts.headers.remove(CONTENT_LENGTH);
         http::Response::from_parts(parts, Full::new(body).boxed())
     }
 }
 
-/// `body` with `"structuredContent":<placeholder>` turned into `"structuredContent":<text>`.
-fn splice(body: &[u8], filled: &Filled) -> Option<Bytes> {
-    let mut pattern = Vec::with_capacity(FIELD.len() + filled.placeholder.len());
-    pattern.extend_from_slice(FIELD);
-    pattern.extend_from_slice(filled.placeholder.as_bytes());
-    // rmcp writes the structured content after the (large) text content: search from the end.
-    let at = body.windows(pattern.len()).rposition(|w| w == pattern)?;
-    let value_at = at + FIELD.len();
-    let rest = value_at + filled.placeholder.len();
-    let mut out = Vec::with_capacity(body.len() + filled.text.len());
-    out.extend_from_slice(&body[..value_at]);
-    out.extend_from_slice(filled.text.as_bytes());
-    out.extend_from_slice(&body[rest..]);
-    Some(Bytes::from(out))
+/// `body` with `"text":"<text placeholder>"` turned into the escaped document and
+/// `"structuredContent":<placeholder>` (if present) into the document.
+fn splice(body: &[u8], filled: &Filled) -> Spliced {
+    let nonce = filled.nonce.as_bytes();
+    let text_pattern = [TEXT_FIELD, b"\"", TEXT_PREFIX.as_bytes(), nonce, b"\""].concat();
+    let Some(text_at) = memmem::find(body, &text_pattern) else {
+        return match memmem::find(body, nonce) {
+            Some(_) => Spliced::Failed,
+            None => Spliced::Absent,
+        };
+    };
+    let after_text = text_at + text_pattern.len();
+    let structured = json!({ STRUCTURED_KEY: filled.nonce }).to_string();
+    let structured_pattern = [STRUCTURED_FIELD, structured.as_bytes()].concat();
+    // rmcp writes the structured content after the text content: search from the end.
+    let structured_at =
+        memmem::rfind(&body[after_text..], &structured_pattern).map(|at| after_text + at);
+    // rmcp's own parts, between and around the placeholders, never hold the nonce.
+    let (middle, tail) = match structured_at {
+        Some(at) => (
+            &body[after_text..at],
+            &body[at + structured_pattern.len()..],
+        ),
+        None => (&body[after_text..], &b""[..]),
+    };
+    let head = &body[..text_at];
+    if [head, middle, tail]
+        .iter()
+        .any(|part| memmem::find(part, nonce).is_some())
+    {
+        return Spliced::Failed;
+    }
+    let document = filled.document.as_bytes();
+    // The escaped text (at most twice the document, and a word of slack) and the document.
+    let mut out = Vec::with_capacity(body.len() + document.len() * 3 + 10);
+    out.extend_from_slice(head);
+    out.extend_from_slice(TEXT_FIELD);
+    if !push_json_string(&mut out, &filled.document) {
+        return Spliced::Failed;
+    }
+    out.extend_from_slice(middle);
+    if structured_at.is_some() {
+        out.extend_from_slice(STRUCTURED_FIELD);
+        out.extend_from_slice(document);
+        out.extend_from_slice(tail);
+    }
+    Spliced::Done(Bytes::from(out))
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+/// Appends `text` as a JSON string, quotes included, escaped exactly as serde_json escapes
+/// it; false if serde_json could not write it either (nothing is appended then).
+fn push_json_string(out: &mut Vec<u8>, text: &str) -> bool {
+    let start = out.len();
+    if push_escaped_words(out, text.as_bytes()).is_some() {
+        return true;
+    }
+    out.truncate(start);
+    serde_json::to_writer(&mut *out, text).is_ok()
+}
+
+/// Every byte's high bit.
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+/// Every byte 1.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The escaping a document needs, eight bytes at a time: a document has a quote every few
+/// bytes, so a search for the next one costs more than it skips. Each word is copied whole
+/// (only the bytes up to its next quote or backslash count) and those get their backslash.
+/// `None` at a control character (raw whitespace Zabbix left between tokens; strings carry
+/// theirs escaped): serde_json writes those.
+fn push_escaped_words(out: &mut Vec<u8>, text: &[u8]) -> Option<()> {
+    let start = out.len();
+    // Escaping doubles a byte at most; eight bytes of slack let every copy be a whole word.
+    out.resize(start + 2 * text.len() + 2 + 8, 0);
+    let dst = &mut out[start..];
+    dst[0] = b'"';
+    let mut at = 1;
+    let mut words = text.chunks_exact(8);
+    for chunk in &mut words {
+        let bytes: [u8; 8] = chunk.try_into().ok()?;
+        let word = u64::from_le_bytes(bytes);
+        if below_space(word) != 0 {
+            return None;
+        }
+        let mut specials = equal_to(word, b'"') | equal_to(word, b'\\');
+        let mut from = 0u32;
+        loop {
+            let rest = word.checked_shr(8 * from).unwrap_or(0);
+            dst.get_mut(at..at + 8)?
+                .copy_from_slice(&rest.to_le_bytes());
+            if specials == 0 {
+                at += 8 - from as usize;
+                break;
+            }
+            let special = specials.trailing_zeros() / 8;
+            at += (special - from) as usize;
+            *dst.get_mut(at)? = b'\\';
+            *dst.get_mut(at + 1)? = bytes[special as usize];
+            at += 2;
+            from = special + 1;
+            specials &= specials - 1;
+        }
+    }
+    for &byte in words.remainder() {
+        match byte {
+            b'"' | b'\\' => {
+                *dst.get_mut(at)? = b'\\';
+                *dst.get_mut(at + 1)? = byte;
+                at += 2;
+            }
+            0x20.. => {
+                *dst.get_mut(at)? = byte;
+                at += 1;
+            }
+            _ => return None,
+        }
+    }
+    *dst.get_mut(at)? = b'"';
+    out.truncate(start + at + 1);
+    Some(())
+}
+
+/// The high bit of each byte of `word` equal to `byte`. Exact: `(b & 0x7f) + 0x7f` never
+/// carries into the next byte.
+fn equal_to(word: u64, byte: u8) -> u64 {
+    let zeros = word ^ (ONES * u64::from(byte));
+    !(((zeros & !HIGH_BITS) + !HIGH_BITS) | zeros) & HIGH_BITS
+}
+
+/// The high bit of each byte of `word` below 0x20 (exact as [`equal_to`]).
+fn below_space(word: u64) -> u64 {
+    !(((word & !HIGH_BITS) + ONES * 0x60) | word) & HIGH_BITS
 }
 
 fn splice_failed() -> http::Response<Body> {
-    tracing::error!(
-        "read result not completed: its structured content has no place in the response"
-    );
+    tracing::error!("read result not completed: its document has no place in the response");
     json_response(
         StatusCode::INTERNAL_SERVER_ERROR,
         &json!({"error": "internal_error", "message": "the response could not be completed"}),
@@ -120,23 +259,5 @@ fn splice_failed() -> http::Response<Body> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{Filled, splice};
-
-    #[test]
-    fn placeholder_is_replaced_by_the_text() {
-        let filled = Filled {
-            placeholder: r#"{"p":"1"}"#.into(),
-            text: r#"{"results":[],"count":0}"#.into(),
-        };
-        let body = br#"{"result":{"content":[{"type":"text","text":"{\"structuredContent\":{\"p\":\"1\"}}"}],"structuredContent":{"p":"1"},"isError":false}}"#;
-        let out = splice(body, &filled).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v["result"]["structuredContent"]["count"], 0);
-        assert_eq!(
-            v["result"]["content"][0]["text"],
-            r#"{"structuredContent":{"p":"1"}}"#
-        );
-        assert!(splice(br#"{"structuredContent":{"p":"2"}}"#, &filled).is_none());
-    }
-}
+#[path = "splice_tests.rs"]
+mod tests;

@@ -17,7 +17,7 @@ use crate::mcp::gate::{self, Outcome, Subject};
 use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
-use crate::response::{self, Record};
+use crate::response::{self, Record, ResponseError};
 use crate::zabbix::{Caller, ZabbixVersion, raw};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
@@ -261,13 +261,20 @@ async fn call_read(
         "read tool answered"
     );
     let count = envelope.count;
-    // Over stateless HTTP the text is written as the structured content too (see
-    // `splice`); elsewhere rmcp serializes the same document from a value.
-    let structured = match Splice::of(call.context).and_then(|s| s.fill(envelope.text.clone())) {
-        Some(placeholder) => placeholder,
-        None => envelope.value()?,
+    // Over stateless HTTP the route writes the document into the response itself (see
+    // `splice`); elsewhere rmcp serializes it, as text and from a value.
+    let placed = match Splice::of(call.context) {
+        Some(splice) => splice.fill(envelope.text),
+        None => Err(envelope.text),
     };
-    let mut result = CallToolResult::success(vec![ContentBlock::text(envelope.text)]);
+    let (text, structured) = match placed {
+        Ok(placeholders) => (placeholders.text, placeholders.structured),
+        Err(document) => {
+            let structured = serde_json::from_str(&document).map_err(ResponseError::from)?;
+            (document, structured)
+        }
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
     Ok((result, count))
 }
