@@ -133,6 +133,51 @@ fn flush_waits_for_every_line_queued_before_it() {
     assert_eq!(h.log.dropped(), 0);
 }
 
+/// Hands every write to the test as it happens.
+struct Sent(Sender<Vec<u8>>);
+
+impl Write for Sent {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = self.0.send(buf.to_vec());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn lines_sent_while_the_writer_lingers_are_written_without_a_flush() {
+    let (tx, writes) = unbounded();
+    let options = DecisionLogOptions {
+        instance_id: Some("guard-l".into()),
+        ..DecisionLogOptions::default()
+    };
+    let log = DecisionLog::open_outputs(vec![Output::Test(Box::new(Sent(tx)))], options)
+        .expect("writer starts");
+    let next_write = || {
+        let bytes = writes
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a write, without a flush");
+        String::from_utf8(bytes).expect("utf-8")
+    };
+    event(&log, 0);
+    let mut text = next_write();
+    // The writer lingers after that write: these lines wait for it, not for a flush.
+    for n in 1..=3 {
+        event(&log, n);
+    }
+    while text.lines().count() < 4 {
+        text.push_str(&next_write());
+    }
+    let ns: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line")["data"]["n"].clone())
+        .collect();
+    assert_eq!(ns, [json!(0), json!(1), json!(2), json!(3)]);
+}
+
 #[test]
 fn dropping_the_last_handle_writes_what_is_queued() {
     let Harness {

@@ -77,7 +77,8 @@ in_agent env HOME="$WORK/inspector-home" MCP_CATALOG_PATH="$WORK/catalog.json" \
   --method tools/call --tool-name host_get > "$WORK/call.json" 2>"$WORK/call.err" \
   || { cat "$WORK/call.err" "$WORK/guard.log"; fail "tools/call from the agent"; }
 grep -q 'mcp-web-01' "$WORK/call.json" || { cat "$WORK/call.json"; fail "no seeded host in the answer"; }
-grep -q "\"address\":\"$AGENT_IP\"" "$WORK/decisions.log" \
+# Decision lines reach the file within the writer's linger (50 ms) of the call.
+wait_for 10 "the decision naming the agent's address" grep -q "\"address\":\"$AGENT_IP\"" "$WORK/decisions.log" \
   || { cat "$WORK/decisions.log"; fail "the decision does not name the agent's address"; }
 
 step "the agent can not reach api_jsonrpc.php"
