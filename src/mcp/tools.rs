@@ -244,12 +244,12 @@ async fn call_read(
         .zabbix
         .call_raw(def.method, &request, Some((&caller.token, version)))
         .await?;
-    let Some(elements) = raw::array(reply.result()) else {
+    let Some(elements) = raw::elements(reply.result()) else {
         return Err(ToolError::NotAList { method: def.method });
     };
     let shape = params::shape(query, arguments);
     let resource = query.resource.as_ref().map(|r| r.kind);
-    let mut records: Vec<Record> = elements.into_iter().map(Record::parse).collect();
+    let mut records: Vec<Record> = elements.into_iter().map(Record::from_element).collect();
     for record in &mut records {
         record.shape(query.selects, shape.id_field, resource, version);
     }

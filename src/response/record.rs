@@ -33,9 +33,22 @@ pub struct Member<'a> {
 impl<'a> Record<'a> {
     /// Reads one element's text (JSON checked already, see [`raw`]).
     pub fn parse(text: &'a str) -> Record<'a> {
-        let Some(pairs) = text.starts_with('{').then(|| raw::object(text)).flatten() else {
-            return Record::Other(text);
-        };
+        match text.starts_with('{').then(|| raw::object(text)).flatten() {
+            Some(pairs) => Record::from_members(pairs),
+            None => Record::Other(text),
+        }
+    }
+
+    /// An element [`raw::elements`] cut out (the same record [`Record::parse`] reads from
+    /// its text).
+    pub fn from_element(element: raw::Element<'a>) -> Record<'a> {
+        match element {
+            raw::Element::Object(pairs) => Record::from_members(pairs),
+            raw::Element::Other(text) => Record::Other(text),
+        }
+    }
+
+    fn from_members(pairs: Vec<(&'a str, &'a str)>) -> Record<'a> {
         let mut members: Vec<Member<'a>> = Vec::with_capacity(pairs.len());
         for (quoted, value) in pairs {
             let name = raw::unquote(quoted);
