@@ -12,6 +12,11 @@
 #   scripts/perf/callgrind.sh                # tools/call host_get {"search":"mcp-","limit":10}
 #   CALL=list scripts/perf/callgrind.sh      # tools/list
 #   N=20 K=100 BIN=target/release/zabbix-mcp-guard KEEP=/tmp/cg scripts/perf/callgrind.sh
+#   LAB=/var/lib/zbx-test/zabbix7.env ARGS='{"limit":100}' K=50 scripts/perf/callgrind.sh
+#
+# LAB=ENV_FILE runs against that lab's Zabbix (its ZBX_URL and ZBX_TOKEN) instead of the
+# stub: its answers are real ones (the 7.0 lab's host_get {"limit":100} is 12 kB). ARGS are
+# host_get's arguments (default {"search":"mcp-","limit":10}).
 #
 # KEEP=DIR keeps the callgrind.out files there (callgrind_annotate DIR/callgrind.out.1 is
 # the K measured calls). Needs valgrind and python3; build first: cargo build --release.
@@ -21,6 +26,7 @@ BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
 N=${N:-20}
 K=${K:-100}
 CALL=${CALL:-host_get}
+ARGS=${ARGS:-'{"search":"mcp-","limit":10}'}
 TOKEN=callgrind-bench-token-0123456789abcdef
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
@@ -33,19 +39,28 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python3 scripts/perf/stub_zabbix.py --port-file "$work/stub.port" 2>/dev/null &
-stub_pid=$!
-for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
-stub_port=$(cat "$work/stub.port")
+if [ -n "${LAB:-}" ]; then
+    # shellcheck disable=SC1090
+    . "$LAB"
+    frontend=$ZBX_URL
+    TOKEN=$ZBX_TOKEN
+    against="the lab at $ZBX_URL"
+else
+    python3 scripts/perf/stub_zabbix.py --port-file "$work/stub.port" 2>/dev/null &
+    stub_pid=$!
+    for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
+    frontend="http://127.0.0.1:$(cat "$work/stub.port")/api_jsonrpc.php"
+    against="the stub"
+fi
 
 . scripts/perf/common.sh
-client_args=()
+client_args=(--args "$ARGS")
 [ "$CALL" = list ] && client_args=(--list)
 
 port=$(free_port)
 out="$work/callgrind.out"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" "$BIN" \
-    --frontend-url "http://127.0.0.1:$stub_port/api_jsonrpc.php" \
+    --frontend-url "$frontend" \
     --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$port" --policy-dir policies \
     --decision-log "$work/decisions.log" --debug-level 3 \
     >"$work/sidecar.log" 2>&1 &
@@ -67,5 +82,5 @@ wait "$pid" || true
 measured=$(grep -l '^desc: Trigger: .*measured' "$out".* 2>/dev/null | head -n 1)
 [ -n "$measured" ] || { echo "callgrind wrote no dump of the measured calls" >&2; exit 1; }
 total=$(awk '/^(summary|totals):/ {print $2; exit}' "$measured")
-echo "callgrind: $CALL against the stub: $total instructions for $K calls after $N warm-up calls"
+echo "callgrind: $CALL against $against: $total instructions for $K calls after $N warm-up calls"
 echo "instructions per call: $(( total / K ))"
