@@ -34,7 +34,7 @@ pub(crate) const QUEUE_LINES: usize = 8192;
 /// The writer collects up to this many bytes into one write.
 const BATCH_BYTES: usize = 256 * 1024;
 /// How long the writer lets lines gather after a write before it drains the queue again.
-pub(crate) const LINGER: Duration = Duration::from_millis(50);
+const LINGER: Duration = Duration::from_millis(50);
 /// A send that leaves the queue this full (a fraction of its capacity) wakes the writer
 /// before its linger ends, so a burst is written rather than dropped.
 const WAKE_AT_FRACTION: usize = 4;

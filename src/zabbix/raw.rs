@@ -49,7 +49,7 @@ impl RawReply {
 
 /// Checks `body` is JSON and finds its `result` and `error` members, in one pass.
 pub fn members(body: &[u8]) -> Result<Members<'_>, RawError> {
-    // A struct's derive would take an array as its fields in order: only an object is read.
+    // Said as it is, rather than as serde_json's "invalid type" for whatever came instead.
     if body.get(skip_ws(body, 0)) != Some(&b'{') {
         return Err(RawError::NotObject);
     }
