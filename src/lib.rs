@@ -24,6 +24,7 @@ pub mod server;
 pub mod startup;
 pub mod stdio;
 pub mod store;
+pub(crate) mod swar;
 pub mod targets;
 pub mod telemetry;
 pub mod zabbix;

@@ -20,6 +20,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use crate::server::routes::{Body, json_response};
+use crate::swar;
 
 /// The keys the placeholders are looked for under: `"text":"…` and
 /// `"structuredContent":{"…` cannot occur inside a JSON string (its quotes would be
@@ -176,11 +177,6 @@ fn push_json_string(out: &mut Vec<u8>, text: &str) -> bool {
     serde_json::to_writer(&mut *out, text).is_ok()
 }
 
-/// Every byte's high bit.
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-/// Every byte 1.
-const ONES: u64 = 0x0101_0101_0101_0101;
-
 /// The escaping a document needs, eight bytes at a time: a document has a quote every few
 /// bytes, so a search for the next one costs more than it skips. Each word is copied whole
 /// (only the bytes up to its next quote or backslash count) and those get their backslash.
@@ -197,10 +193,10 @@ fn push_escaped_words(out: &mut Vec<u8>, text: &[u8]) -> Option<()> {
     for chunk in &mut words {
         let bytes: [u8; 8] = chunk.try_into().ok()?;
         let word = u64::from_le_bytes(bytes);
-        if below_space(word) != 0 {
+        if swar::below_space(word) != 0 {
             return None;
         }
-        let mut specials = equal_to(word, b'"') | equal_to(word, b'\\');
+        let mut specials = swar::equal_to(word, b'"') | swar::equal_to(word, b'\\');
         let mut from = 0u32;
         loop {
             let rest = word.checked_shr(8 * from).unwrap_or(0);
@@ -236,18 +232,6 @@ fn push_escaped_words(out: &mut Vec<u8>, text: &[u8]) -> Option<()> {
     *dst.get_mut(at)? = b'"';
     out.truncate(start + at + 1);
     Some(())
-}
-
-/// The high bit of each byte of `word` equal to `byte`. Exact: `(b & 0x7f) + 0x7f` never
-/// carries into the next byte.
-fn equal_to(word: u64, byte: u8) -> u64 {
-    let zeros = word ^ (ONES * u64::from(byte));
-    !(((zeros & !HIGH_BITS) + !HIGH_BITS) | zeros) & HIGH_BITS
-}
-
-/// The high bit of each byte of `word` below 0x20 (exact as [`equal_to`]).
-fn below_space(word: u64) -> u64 {
-    !(((word & !HIGH_BITS) + ONES * 0x60) | word) & HIGH_BITS
 }
 
 fn splice_failed() -> http::Response<Body> {

@@ -18,7 +18,7 @@ use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
 use crate::response::{self, Record, ResponseError};
-use crate::zabbix::{Caller, ZabbixVersion, raw};
+use crate::zabbix::{Caller, ZabbixVersion};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
 pub struct ToolList {
@@ -244,12 +244,12 @@ async fn call_read(
         .zabbix
         .call_raw(def.method, &request, Some((&caller.token, version)))
         .await?;
-    let Some(elements) = raw::elements(reply.result()) else {
+    let Some(elements) = reply.elements() else {
         return Err(ToolError::NotAList { method: def.method });
     };
     let shape = params::shape(query, arguments);
     let resource = query.resource.as_ref().map(|r| r.kind);
-    let mut records: Vec<Record> = elements.into_iter().map(Record::from_element).collect();
+    let mut records: Vec<Record> = elements.map(Record::from_element).collect();
     for record in &mut records {
         record.shape(query.selects, shape.id_field, resource, version);
     }

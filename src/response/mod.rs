@@ -130,22 +130,22 @@ fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::{Record, TruncatedBy, envelope};
-    use crate::zabbix::raw;
+    use crate::zabbix::raw::{self, RawReply};
     use serde_json::{Value, json};
 
-    /// Zabbix's answer text for `n` records.
-    fn answer(n: usize, pad: usize) -> String {
+    /// Zabbix's answer with `n` records.
+    fn answer(n: usize, pad: usize) -> RawReply {
         let list: Vec<Value> = (0..n)
             .map(|i| json!({"id": i.to_string(), "pad": "x".repeat(pad)}))
             .collect();
-        Value::Array(list).to_string()
+        raw::reply_of(&Value::Array(list).to_string())
     }
 
-    fn records(answer: &str) -> Vec<Record<'_>> {
-        raw::array(answer)
+    fn records(answer: &RawReply) -> Vec<Record<'_>> {
+        answer
+            .elements()
             .unwrap()
-            .into_iter()
-            .map(Record::parse)
+            .map(Record::from_element)
             .collect()
     }
 

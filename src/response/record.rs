@@ -31,16 +31,7 @@ pub struct Member<'a> {
 }
 
 impl<'a> Record<'a> {
-    /// Reads one element's text (JSON checked already, see [`raw`]).
-    pub fn parse(text: &'a str) -> Record<'a> {
-        match text.starts_with('{').then(|| raw::object(text)).flatten() {
-            Some(pairs) => Record::from_members(pairs),
-            None => Record::Other(text),
-        }
-    }
-
-    /// An element [`raw::elements`] cut out (the same record [`Record::parse`] reads from
-    /// its text).
+    /// An element of Zabbix's result ([`raw::RawReply::elements`]).
     pub fn from_element(element: raw::Element<'a>) -> Record<'a> {
         match element {
             raw::Element::Object(pairs) => Record::from_members(pairs),
@@ -48,7 +39,7 @@ impl<'a> Record<'a> {
         }
     }
 
-    fn from_members(pairs: Vec<(&'a str, &'a str)>) -> Record<'a> {
+    fn from_members(pairs: raw::Members<'a>) -> Record<'a> {
         let mut members: Vec<Member<'a>> = Vec::with_capacity(pairs.len());
         for (quoted, value) in pairs {
             let name = raw::unquote(quoted);
@@ -150,10 +141,11 @@ mod tests {
 
             let compact =
                 serde_json::to_string(&serde_json::from_str::<Value>(answer).unwrap()).unwrap();
-            let mut records: Vec<Record> = raw::array(&compact)
+            let reply = raw::reply_of(&compact);
+            let mut records: Vec<Record> = reply
+                .elements()
                 .unwrap()
-                .into_iter()
-                .map(Record::parse)
+                .map(Record::from_element)
                 .collect();
             let mut values: Vec<Value> = serde_json::from_str(answer).unwrap();
             for (record, value) in records.iter_mut().zip(&mut values) {

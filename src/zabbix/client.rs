@@ -22,7 +22,7 @@ use crate::metrics::Metrics;
 use crate::zabbix::caller::ApiToken;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
-use crate::zabbix::raw::{self, RawReply};
+use crate::zabbix::raw::{self, Answer, RawReply};
 use crate::zabbix::tls;
 use crate::zabbix::version::{TokenTransport, ZabbixVersion};
 
@@ -230,15 +230,14 @@ impl ZabbixClient {
     ) -> Result<RawReply, ZabbixError> {
         let payload = self.payload(method, params)?;
         let body = self.send_body(&payload, token).await?;
-        let members = raw::members(&body).map_err(|e| ZabbixError::BadResponse(e.to_string()))?;
-        match (members.result, members.error) {
-            (_, Some(error)) => {
-                Err(api_error(serde_json::from_str(error).map_err(|e| {
+        match raw::answer(body).map_err(|e| ZabbixError::BadResponse(e.to_string()))? {
+            Answer::Error(error) => {
+                Err(api_error(serde_json::from_slice(&error).map_err(|e| {
                     ZabbixError::BadResponse(format!("not JSON-RPC: {e}"))
                 })?))
             }
-            (Some(result), None) => Ok(RawReply::new(body, result)),
-            (None, None) => Err(ZabbixError::BadResponse(
+            Answer::Result(reply) => Ok(reply),
+            Answer::Neither => Err(ZabbixError::BadResponse(
                 "neither result nor error in the response".into(),
             )),
         }

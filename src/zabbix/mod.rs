@@ -6,6 +6,7 @@ pub mod client;
 pub mod error;
 pub mod method;
 pub mod raw;
+pub mod scan;
 pub mod tls;
 pub mod version;
 

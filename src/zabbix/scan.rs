@@ -1,0 +1,376 @@
+//! One pass over Zabbix's answer that checks it is JSON (RFC 8259, as serde_json reads it)
+//! and finds, in the same pass, what the read path needs: the spans of the answer's
+//! `result` and `error` members and, when the result is an array, of each element, with an
+//! object element's members. Nothing is decoded or copied: spans are byte ranges of the
+//! body. Was: serde_json checked the body, then a scan of ours cut the result.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use crate::swar;
+
+/// How deep arrays and objects may nest. serde_json reads its own values up to 128 levels;
+/// the members it skips, without a limit. Ours is a recursion, so it has one for all: a
+/// Zabbix answer nests five levels at most.
+const MAX_DEPTH: usize = 128;
+
+/// Where and why a body is not JSON (or not an answer we read).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{what} at byte {at}")]
+pub struct ScanError {
+    what: &'static str,
+    at: usize,
+}
+
+/// The spans of an answer object's members that matter; `null` counts as absent.
+#[derive(Debug, Default)]
+pub struct Spans {
+    pub result: Option<Range<usize>>,
+    pub error: Option<Range<usize>>,
+    /// The result's elements, when the result is an array.
+    pub elements: Option<Vec<ElementSpan>>,
+}
+
+/// One element of the result array.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ElementSpan {
+    /// An object: each member's key (with its quotes) and value.
+    Object(Vec<(Range<usize>, Range<usize>)>),
+    /// Any other value.
+    Other(Range<usize>),
+}
+
+/// Which member of the answer a key names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Result,
+    Error,
+}
+
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    depth: usize,
+}
+
+/// Checks `body` is one JSON object and finds its `result` and `error` members (a member
+/// named twice is an error) and the result's elements.
+pub fn answer(body: &[u8]) -> Result<Spans, ScanError> {
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err(ScanError {
+            what: "not UTF-8",
+            at: e.valid_up_to(),
+        });
+    }
+    let mut scanner = Scanner {
+        bytes: body,
+        at: 0,
+        depth: 0,
+    };
+    scanner.skip_ws();
+    if scanner.peek() != Some(b'{') {
+        return scanner.fail("expected an object");
+    }
+    let mut spans = Spans::default();
+    let mut seen = [false; 2];
+    scanner.object(|s, key| {
+        let Ok(slot) = slot_of(&s.bytes[key.clone()]) else {
+            return Err(ScanError {
+                what: "a member name that does not decode",
+                at: key.start,
+            });
+        };
+        let Some(slot) = slot else {
+            return s.value();
+        };
+        if std::mem::replace(&mut seen[slot as usize], true) {
+            return Err(ScanError {
+                what: match slot {
+                    Slot::Result => "the body has \"result\" twice",
+                    Slot::Error => "the body has \"error\" twice",
+                },
+                at: key.start,
+            });
+        }
+        let start = s.at;
+        let elements = match s.peek() {
+            Some(b'[') if slot == Slot::Result => Some(s.elements()?),
+            _ => {
+                s.value()?;
+                None
+            }
+        };
+        let span = Some(start..s.at).filter(|span| &s.bytes[span.clone()] != b"null");
+        match slot {
+            Slot::Result => (spans.result, spans.elements) = (span, elements),
+            Slot::Error => spans.error = span,
+        }
+        Ok(())
+    })?;
+    scanner.skip_ws();
+    if scanner.at != body.len() {
+        return scanner.fail("trailing characters");
+    }
+    Ok(spans)
+}
+
+/// The member a key (quotes included, checked already) names, if one we look for; `Err` if
+/// its escapes do not decode (a lone surrogate), which serde_json refuses in a name too.
+fn slot_of(quoted: &[u8]) -> Result<Option<Slot>, ()> {
+    let inner = &quoted[1..quoted.len() - 1];
+    let name: Cow<'_, [u8]> = if inner.contains(&b'\\') {
+        // Escaped keys still name the members they spell.
+        let decoded = serde_json::from_slice::<String>(quoted).map_err(|_| ())?;
+        Cow::Owned(decoded.into_bytes())
+    } else {
+        Cow::Borrowed(inner)
+    };
+    Ok(match &*name {
+        b"result" => Some(Slot::Result),
+        b"error" => Some(Slot::Error),
+        _ => None,
+    })
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn fail<T>(&self, what: &'static str) -> Result<T, ScanError> {
+        Err(ScanError { what, at: self.at })
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// Reads one value starting at `self.at` (whitespace skipped already).
+    fn value(&mut self) -> Result<(), ScanError> {
+        match self.peek() {
+            Some(b'"') => self.string(),
+            Some(b'{') => self.object(|s, _| s.value()),
+            Some(b'[') => self.array(Scanner::value),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => self.fail("expected a value"),
+            None => self.fail("unexpected end of the body"),
+        }
+    }
+
+    /// The result's elements, each object's members found as it is read.
+    fn elements(&mut self) -> Result<Vec<ElementSpan>, ScanError> {
+        let mut out = Vec::new();
+        // Zabbix's records have the same members: the last one's count sizes the next.
+        let mut members_hint = 0;
+        self.array(|s| {
+            let start = s.at;
+            if s.peek() != Some(b'{') {
+                s.value()?;
+                out.push(ElementSpan::Other(start..s.at));
+                return Ok(());
+            }
+            let mut members = Vec::with_capacity(members_hint);
+            s.object(|s, key| {
+                let value = s.at;
+                s.value()?;
+                members.push((key, value..s.at));
+                Ok(())
+            })?;
+            members_hint = members.len();
+            out.push(ElementSpan::Object(members));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Reads the object at `self.at`; `member` gets each key's span with the scanner at the
+    /// member's value, and reads the value.
+    fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Range<usize>) -> Result<(), ScanError>,
+    ) -> Result<(), ScanError> {
+        if !self.open(b'}')? {
+            return Ok(());
+        }
+        loop {
+            if self.peek() != Some(b'"') {
+                return self.fail("expected a member name");
+            }
+            let key = self.at;
+            self.string()?;
+            let key = key..self.at;
+            self.skip_ws();
+            if self.peek() != Some(b':') {
+                return self.fail("expected ':'");
+            }
+            self.at += 1;
+            self.skip_ws();
+            member(self, key)?;
+            if !self.more(b'}', "expected ',' or '}'")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads the array at `self.at`; `element` reads each element.
+    fn array(
+        &mut self,
+        mut element: impl FnMut(&mut Self) -> Result<(), ScanError>,
+    ) -> Result<(), ScanError> {
+        if !self.open(b']')? {
+            return Ok(());
+        }
+        loop {
+            element(self)?;
+            if !self.more(b']', "expected ',' or ']'")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Steps into the array or object at `self.at`: false if it is empty (and left again),
+    /// true with the scanner at its first item.
+    fn open(&mut self, close: u8) -> Result<bool, ScanError> {
+        if self.depth == MAX_DEPTH {
+            return self.fail("nested too deep");
+        }
+        self.depth += 1;
+        self.at += 1;
+        self.skip_ws();
+        Ok(!self.left(close))
+    }
+
+    /// After an item: true past a comma (at the next item), false past `close`.
+    fn more(&mut self, close: u8, expected: &'static str) -> Result<bool, ScanError> {
+        self.skip_ws();
+        if self.left(close) {
+            return Ok(false);
+        }
+        if self.peek() != Some(b',') {
+            return self.fail(expected);
+        }
+        self.at += 1;
+        self.skip_ws();
+        Ok(true)
+    }
+
+    /// Steps out of the current array or object if `close` is next.
+    fn left(&mut self, close: u8) -> bool {
+        if self.peek() != Some(close) {
+            return false;
+        }
+        self.depth -= 1;
+        self.at += 1;
+        true
+    }
+
+    /// Reads the string at `self.at`. Strings are most of an answer: eight bytes are looked
+    /// at at once for a quote, a backslash or a control character, as serde_json does.
+    fn string(&mut self) -> Result<(), ScanError> {
+        let bytes = self.bytes;
+        let mut i = self.at + 1;
+        loop {
+            while let Some(word) = swar::word_at(bytes, i) {
+                let found = swar::first_unescaped(word);
+                if found != 0 {
+                    i += swar::first(found);
+                    break;
+                }
+                i += 8;
+            }
+            match bytes.get(i) {
+                Some(b'"') => {
+                    self.at = i + 1;
+                    return Ok(());
+                }
+                Some(b'\\') => i = self.escape(i)?,
+                Some(0..0x20) => {
+                    self.at = i;
+                    return self.fail("control character in a string");
+                }
+                Some(_) => i += 1,
+                None => {
+                    self.at = i;
+                    return self.fail("unterminated string");
+                }
+            }
+        }
+    }
+
+    /// Checks the escape at `i` (a backslash) and returns where it ends.
+    fn escape(&mut self, i: usize) -> Result<usize, ScanError> {
+        match self.bytes.get(i + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+            Some(b'u') => match self.bytes.get(i + 2..i + 6) {
+                Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(i + 6),
+                _ => {
+                    self.at = i;
+                    self.fail("invalid \\u escape")
+                }
+            },
+            Some(_) => {
+                self.at = i;
+                self.fail("invalid escape")
+            }
+            None => {
+                self.at = i;
+                self.fail("unterminated string")
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), ScanError> {
+        if self.bytes.get(self.at..self.at + word.len()) != Some(word) {
+            return self.fail("expected a value");
+        }
+        self.at += word.len();
+        Ok(())
+    }
+
+    /// Reads a number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Result<(), ScanError> {
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return self.fail("invalid number"),
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.required_digits()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            self.required_digits()?;
+        }
+        Ok(())
+    }
+
+    fn required_digits(&mut self) -> Result<(), ScanError> {
+        if !matches!(self.peek(), Some(b'0'..=b'9')) {
+            return self.fail("invalid number");
+        }
+        self.digits();
+        Ok(())
+    }
+
+    fn digits(&mut self) {
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "scan_tests.rs"]
+mod tests;

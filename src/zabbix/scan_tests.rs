@@ -1,0 +1,216 @@
+//! The scan against serde_json: the same bodies accepted and refused, the same spans found.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+
+use super::{ElementSpan, MAX_DEPTH, answer};
+
+/// A realistic answer: escapes of every kind, numbers in every form, nesting, whitespace.
+const BODY: &str = r#"{"jsonrpc":"2.0","result":[{"hostid":"10084","host":"web-01","name":"W\u00e9b \"01\"\\\/\b\f\n\r\t","status":"0",
+ "groups":[{"groupid":"2","name":"Linux servers"}],"tags":[],"n":-1.5e3,"m":0,"k":12.25E+2,"z":-0.0e-1},
+ [1, 2, {"a": [true, false, null]}], "plain", 7, {}, {"é":"ü€😀"}],
+ "id": 3}"#;
+
+/// The top-level member names, decoded, with each value checked and skipped (what the
+/// serde_json path this scan replaced read).
+struct Keys(Vec<String>);
+
+struct KeysVisitor;
+
+impl<'de> Deserialize<'de> for Keys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(KeysVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for KeysVisitor {
+    type Value = Keys;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+        let mut keys = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            map.next_value::<IgnoredAny>()?;
+            keys.push(key);
+        }
+        Ok(Keys(keys))
+    }
+}
+
+/// Whether serde_json reads `body` as an answer: UTF-8, one object, `result` and `error`
+/// at most once each.
+fn serde_accepts(body: &[u8]) -> bool {
+    let Ok(Keys(keys)) = serde_json::from_slice::<Keys>(body) else {
+        return false;
+    };
+    let once = |name: &str| keys.iter().filter(|k| *k == name).count() <= 1;
+    std::str::from_utf8(body).is_ok() && once("result") && once("error")
+}
+
+/// Checks the spans of an accepted body against serde_json's reading of it.
+fn check_spans(body: &[u8]) {
+    let spans = answer(body).unwrap();
+    let text = std::str::from_utf8(body).unwrap();
+    // A string with a lone surrogate escape is JSON but not a serde_json `Value`.
+    let Ok(value) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    let parse = |range: &std::ops::Range<usize>| {
+        serde_json::from_str::<Value>(&text[range.clone()]).unwrap()
+    };
+    let expected = |name: &str| Some(&value[name]).filter(|v| !v.is_null());
+    assert_eq!(
+        spans.result.as_ref().map(parse).as_ref(),
+        expected("result"),
+        "{text}"
+    );
+    assert_eq!(
+        spans.error.as_ref().map(parse).as_ref(),
+        expected("error"),
+        "{text}"
+    );
+    let Some(elements) = spans.elements else {
+        assert!(!value["result"].is_array(), "{text}");
+        return;
+    };
+    let list = value["result"].as_array().unwrap();
+    assert_eq!(elements.len(), list.len(), "{text}");
+    for (element, expected) in elements.iter().zip(list) {
+        match element {
+            ElementSpan::Other(range) => assert_eq!(&parse(range), expected, "{text}"),
+            ElementSpan::Object(members) => {
+                let mut object = serde_json::Map::new();
+                for (key, member) in members {
+                    let key: String = serde_json::from_str(&text[key.clone()]).unwrap();
+                    object.insert(key, parse(member));
+                }
+                assert_eq!(&Value::Object(object), expected, "{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn finds_what_serde_json_finds() {
+    for body in [
+        BODY,
+        r#"{"result":[]}"#,
+        r#" {"error":{"code":-32602,"message":"m","data":"d"},"result":null,"id":1} "#,
+        r#"{"result":{"a":[1]}}"#,
+        r#"{"result":"x"}"#,
+        r#"{"res\u0075lt":[{"a":1}],"id":{"result":2}}"#,
+        r#"{}"#,
+    ] {
+        assert!(serde_accepts(body.as_bytes()), "{body}");
+        check_spans(body.as_bytes());
+    }
+}
+
+#[test]
+fn refuses_what_serde_json_refuses() {
+    let deep = format!(
+        "{{\"result\":{}{}}}",
+        "[".repeat(MAX_DEPTH),
+        "]".repeat(MAX_DEPTH)
+    );
+    for (body, error) in [
+        ("", "expected an object at byte 0"),
+        ("[1]", "expected an object at byte 0"),
+        ("{\"result\":\"ab", "unterminated string at byte 13"),
+        (
+            "{\"result\":\"a\u{1}b\"}",
+            "control character in a string at byte 12",
+        ),
+        (r#"{"result":"\x"}"#, "invalid escape at byte 11"),
+        (r#"{"result":"\u12g4"}"#, "invalid \\u escape at byte 11"),
+        (r#"{"result":-}"#, "invalid number at byte 11"),
+        (r#"{"result":1.}"#, "invalid number at byte 12"),
+        (r#"{"result":1e}"#, "invalid number at byte 12"),
+        (r#"{"result":01}"#, "expected ',' or '}' at byte 11"),
+        (r#"{"result":.5}"#, "expected a value at byte 10"),
+        (r#"{"result":tru}"#, "expected a value at byte 10"),
+        (r#"{"result":[1,]}"#, "expected a value at byte 13"),
+        (r#"{"result":1,}"#, "expected a member name at byte 12"),
+        (r#"{result:1}"#, "expected a member name at byte 1"),
+        (r#"{"result" 1}"#, "expected ':' at byte 10"),
+        (r#"{"result":1} x"#, "trailing characters at byte 13"),
+        (
+            r#"{"result":1,"result":2}"#,
+            "the body has \"result\" twice at byte 12",
+        ),
+        (
+            r#"{"error":null,"error":{}}"#,
+            "the body has \"error\" twice at byte 14",
+        ),
+        (
+            r#"{"\ud800":1}"#,
+            "a member name that does not decode at byte 1",
+        ),
+        (&deep, "nested too deep at byte 137"),
+    ] {
+        assert!(!serde_accepts(body.as_bytes()) || body == deep, "{body}");
+        assert_eq!(
+            answer(body.as_bytes()).unwrap_err().to_string(),
+            error,
+            "{body}"
+        );
+    }
+    assert_eq!(
+        answer(b"{\"result\":\"\xff\"}").unwrap_err().to_string(),
+        "not UTF-8 at byte 11"
+    );
+}
+
+/// Every one- and two-byte mutation drawn from JSON's own characters (and a few that are
+/// not) is accepted by both or refused by both, and what is accepted is cut alike.
+#[test]
+fn agrees_with_serde_json_on_mutations() {
+    const ALPHABET: &[u8] = b"{}[]:,\"\\ 0123456789-+.eEtrufalsnxu/\x01\t\n\x7f\xc3\xa9\xff";
+    let original = BODY.as_bytes();
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |below: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below as u64) as usize
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..20_000 {
+        let mut body = original.to_vec();
+        for _ in 0..=next(2) {
+            let at = next(body.len());
+            let byte = ALPHABET[next(ALPHABET.len())];
+            match next(3) {
+                0 => body[at] = byte,
+                1 => body.insert(at, byte),
+                _ => {
+                    body.remove(at);
+                }
+            }
+        }
+        let ours = answer(&body);
+        assert_eq!(
+            ours.is_ok(),
+            serde_accepts(&body),
+            "{:?}: {ours:?}",
+            String::from_utf8_lossy(&body)
+        );
+        if ours.is_ok() {
+            check_spans(&body);
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    // Both kinds were exercised, not only one.
+    assert!(
+        accepted > 1_000 && refused > 1_000,
+        "{accepted} / {refused}"
+    );
+}
