@@ -13,3 +13,27 @@ for _ in range(100):
     except OSError:
         pass'
 }
+
+# Waits until the sidecar on port $1 is ready.
+wait_ready() {
+    for _ in $(seq 300); do
+        python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$1/readyz', timeout=5)" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    echo "sidecar on port $1 not ready" >&2; exit 1
+}
+
+# The value of NAME=… in wrk.lua's RESULT line $1: field LINE NAME.
+field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
+
+# For the scripts that drive the lab: reads the lab's env file $ENV (ZBX_URL, ZBX_TOKEN;
+# TOKEN for wrk.lua), makes a scratch directory $work and stops the processes in $pids and
+# removes $work on exit.
+against_lab() {
+    # shellcheck disable=SC1090
+    . "$ENV"
+    export TOKEN=$ZBX_TOKEN
+    work=$(mktemp -d)
+    pids=()
+    trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+}

@@ -24,24 +24,8 @@ DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-1}
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
-# shellcheck disable=SC1090
-. "$ENV"
-export TOKEN=$ZBX_TOKEN
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
 . scripts/perf/common.sh
-wait_ready() {
-    for _ in $(seq 300); do
-        python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$1/readyz', timeout=5)" 2>/dev/null && return 0
-        sleep 0.2
-    done
-    echo "sidecar on port $1 not ready" >&2; exit 1
-}
+against_lab
 # Starts the sidecar in front of $1 on port $2; sets sidecar_pid.
 start_sidecar() {
     "$BIN" --frontend-url "$1" --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$2" \
@@ -58,7 +42,6 @@ wrk_run() {
     KIND=$1 BODY_FILE=$3 wrk -t"$threads" -c"$4" -d"${DURATION}s" --timeout 10s \
         -s scripts/perf/wrk.lua "$2" | grep '^RESULT'
 }
-field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get","arguments":{"limit":100}}}' >"$work/call.json"
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' >"$work/list.json"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Two builds of the sidecar side by side against the real Zabbix 7.0 lab: the CPU time and
+# context switches each spends per tools/call host_get, counted by `perf stat` on that
+# sidecar's process alone while wrk drives one connection at it (see README "Performance").
+#
+# Both sidecars run at once (default policy set, decision log file). PAIRS times, wrk posts
+# for SECS seconds to A, then to B: interleaving puts both under the same machine load,
+# which moves CPU per call more than most changes do.
+#
+#   A=/tmp/before-bin scripts/perf/pairs.sh                 # B = target/release build
+#   A=/tmp/a B=/tmp/b PAIRS=3 SECS=6 ARGS='{"limit":100}' scripts/perf/pairs.sh
+# Needs perf (Debian's linux-perf), wrk and python3; the lab running.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+A=${A:?A=the first binary to compare}
+B=${B:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
+ENV=${ENV:-/var/lib/zbx-test/zabbix7.env}
+PAIRS=${PAIRS:-3}
+SECS=${SECS:-6}
+ARGS=${ARGS:-'{"limit":100}'}
+for bin in "$A" "$B"; do [ -x "$bin" ] || { echo "no binary at $bin" >&2; exit 1; }; done
+command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
+. scripts/perf/common.sh
+against_lab
+
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get","arguments":%s}}' "$ARGS" >"$work/call.json"
+declare -A pid_of url_of
+for which in A B; do
+    port=$(free_port)
+    "${!which}" --frontend-url "$ZBX_URL" --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 \
+        --listen-port "$port" --policy-dir policies --decision-log "$work/decisions-$which.log" \
+        --debug-level 3 >>"$work/sidecar-$which.log" 2>&1 &
+    pid_of[$which]=$!
+    pids+=("$!")
+    url_of[$which]="http://127.0.0.1:$port/mcp"
+    wait_ready "$port"
+    # Warm-up: connections, caller cache.
+    KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c1 -d2s -s scripts/perf/wrk.lua "${url_of[$which]}" >/dev/null
+done
+echo "A: $A"
+echo "B: $B"
+echo "tools/call host_get $ARGS against $ZBX_URL, 1 connection, ${SECS}s each, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for pair in $(seq "$PAIRS"); do
+    line="pair $pair:"
+    for which in A B; do
+        perf stat -x, -e task-clock,context-switches -o "$work/perf" -p "${pid_of[$which]}" -- \
+            env KIND=mcp BODY_FILE="$work/call.json" wrk -t1 -c1 -d"${SECS}s" --timeout 10s \
+            -s scripts/perf/wrk.lua "${url_of[$which]}" >"$work/wrk"
+        calls=$(field "$(grep '^RESULT' "$work/wrk")" requests)
+        failed=$(field "$(grep '^RESULT' "$work/wrk")" failed)
+        [ "$failed" = 0 ] || { echo "$which: $failed calls failed" >&2; exit 1; }
+        msec=$(awk -F, '$3 == "task-clock" { print $1 }' "$work/perf")
+        switches=$(awk -F, '$3 == "context-switches" { print $1 }' "$work/perf")
+        line+=$(awk -v m="$msec" -v s="$switches" -v n="$calls" -v w="$which" \
+            'BEGIN { printf "  %s %.0f µs CPU, %.1f context switches per call (%d calls)", w, m * 1000 / n, s / n, n }')
+    done
+    echo "$line"
+done
