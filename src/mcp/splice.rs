@@ -178,10 +178,11 @@ fn push_json_string(out: &mut Vec<u8>, text: &str) -> bool {
 }
 
 /// The escaping a document needs, eight bytes at a time: a document has a quote every few
-/// bytes, so a search for the next one costs more than it skips. Each word is copied whole
-/// (only the bytes up to its next quote or backslash count) and those get their backslash.
-/// `None` at a control character (raw whitespace Zabbix left between tokens; strings carry
-/// theirs escaped): serde_json writes those.
+/// bytes, so a search for the next one costs more than it skips. The rest of each word is
+/// copied whole from its next quote or backslash on; that byte is overwritten by its
+/// backslash, and the next copy, one byte further, starts with it. `None` at a control
+/// character (raw whitespace Zabbix left between tokens; strings carry theirs escaped):
+/// serde_json writes those.
 fn push_escaped_words(out: &mut Vec<u8>, text: &[u8]) -> Option<()> {
     let start = out.len();
     // Escaping doubles a byte at most; eight bytes of slack let every copy be a whole word.
@@ -191,27 +192,26 @@ fn push_escaped_words(out: &mut Vec<u8>, text: &[u8]) -> Option<()> {
     let mut at = 1;
     let mut words = text.chunks_exact(8);
     for chunk in &mut words {
-        let bytes: [u8; 8] = chunk.try_into().ok()?;
-        let word = u64::from_le_bytes(bytes);
+        let word = u64::from_le_bytes(chunk.try_into().ok()?);
         if swar::below_space(word) != 0 {
             return None;
         }
         let mut specials = swar::equal_to(word, b'"') | swar::equal_to(word, b'\\');
-        let mut from = 0u32;
+        // The byte of the word the next copy starts at: always below 8.
+        let mut from = 0;
         loop {
-            let rest = word.checked_shr(8 * from).unwrap_or(0);
+            let rest = word >> (8 * from);
             dst.get_mut(at..at + 8)?
                 .copy_from_slice(&rest.to_le_bytes());
             if specials == 0 {
-                at += 8 - from as usize;
+                at += 8 - from;
                 break;
             }
-            let special = specials.trailing_zeros() / 8;
-            at += (special - from) as usize;
+            let special = swar::first(specials);
+            at += special - from;
             *dst.get_mut(at)? = b'\\';
-            *dst.get_mut(at + 1)? = bytes[special as usize];
-            at += 2;
-            from = special + 1;
+            at += 1;
+            from = special;
             specials &= specials - 1;
         }
     }
