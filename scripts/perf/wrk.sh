@@ -6,8 +6,9 @@
 #    host.get body the sidecar sends for tools/call host_get {"limit":100}.
 # 2. The measured sidecar (default policy set, decision log file) talks to Zabbix directly.
 #    Phases of DURATION seconds each: direct and sidecar at 1 connection, direct and
-#    sidecar at 16 connections, tools/list at 1 connection. The sidecar's CPU is read from
-#    /proc/<pid>/stat (utime+stime) around each sidecar phase and divided by its calls.
+#    sidecar at MANY connections (default 16), tools/list at 1 connection. The sidecar's
+#    CPU is read from /proc/<pid>/stat (utime+stime) around each sidecar phase and divided
+#    by its calls. Added latency is the sidecar phase's p50 (p99) minus the direct one's.
 # 3. ROUNDS > 1 repeats the four host_get phases that many times, direct and sidecar
 #    alternating, and reports the median of the rounds' ratios: Zabbix's own p50 drifts
 #    over a minute by more than the sidecar adds, so back-to-back pairs compare better
@@ -15,6 +16,8 @@
 #
 #   scripts/perf/wrk.sh                      # DURATION=10 ROUNDS=1 ENV=/var/lib/zbx-test/zabbix7.env
 #   ROUNDS=6 DURATION=5 scripts/perf/wrk.sh  # six interleaved rounds of 5 s phases
+#   MANY=64 scripts/perf/wrk.sh              # the throughput phases at 64 connections
+# (scripts/perf/stub.sh runs this against an instant stub Zabbix instead of the lab.)
 # Needs wrk and python3; build first: cargo build --release.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +25,7 @@ BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
 ENV=${ENV:-/var/lib/zbx-test/zabbix7.env}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-1}
+MANY=${MANY:-16}
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 . scripts/perf/common.sh
@@ -64,7 +68,7 @@ tck=$(getconf CLK_TCK)
 echo "wrk against $ZBX_URL (Zabbix $ZBX_API_VERSION), ${DURATION}s per phase, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "host.get body: $(head -c 300 "$work/host_get.json")"
 # Warm-up: connections, caller cache, list decisions.
-KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c16 -d2s -s scripts/perf/wrk.lua "$sidecar" >/dev/null
+KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c"$MANY" -d2s -s scripts/perf/wrk.lua "$sidecar" >/dev/null
 
 sidecar_phase() { # CONNECTIONS BODY [OK_MARKER]: RESULT line plus cpu_us per call
     local before after result
@@ -76,21 +80,23 @@ sidecar_phase() { # CONNECTIONS BODY [OK_MARKER]: RESULT line plus cpu_us per ca
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-p50_ratios=(); rps_ratios=(); cpu1=(); cpu16=()
+p50_ratios=(); rps_ratios=(); cpu1=(); cpu_many=(); p50_added=(); p99_added=()
 for round in $(seq "$ROUNDS"); do
     d1=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 1)
     s1=$(sidecar_phase 1 "$work/call.json")
-    d16=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" 16)
-    s16=$(sidecar_phase 16 "$work/call.json")
+    dmany=$(wrk_run direct "$ZBX_URL" "$work/host_get.json" "$MANY")
+    smany=$(sidecar_phase "$MANY" "$work/call.json")
     [ "$ROUNDS" -gt 1 ] && echo "round $round of $ROUNDS:"
     echo "direct  host.get  c=1:  $d1"
     echo "sidecar host_get  c=1:  $s1"
-    echo "direct  host.get  c=16: $d16"
-    echo "sidecar host_get  c=16: $s16"
+    echo "direct  host.get  c=$MANY: $dmany"
+    echo "sidecar host_get  c=$MANY: $smany"
     p50_ratios+=("$(ratio "$(field "$s1" p50_us)" "$(field "$d1" p50_us)")")
-    rps_ratios+=("$(ratio "$(field "$s16" rps)" "$(field "$d16" rps)")")
+    rps_ratios+=("$(ratio "$(field "$smany" rps)" "$(field "$dmany" rps)")")
     cpu1+=("$(field "$s1" cpu_us_per_call)")
-    cpu16+=("$(field "$s16" cpu_us_per_call)")
+    cpu_many+=("$(field "$smany" cpu_us_per_call)")
+    p50_added+=("$(( $(field "$s1" p50_us) - $(field "$d1" p50_us) ))")
+    p99_added+=("$(( $(field "$smany" p99_us) - $(field "$dmany" p99_us) ))")
 done
 l1=$(sidecar_phase 1 "$work/list.json" '"tools"')
 echo "sidecar tools/list c=1: $l1"
@@ -100,6 +106,7 @@ if [ "$ROUNDS" -gt 1 ]; then
     echo "medians of $ROUNDS rounds:"
 fi
 echo "host_get p50 / host.get p50 at 1 connection: $(median "${p50_ratios[@]}")"
-echo "host_get calls/s / host.get calls/s at 16 connections: $(median "${rps_ratios[@]}")"
-echo "sidecar CPU per host_get {limit:100}: $(median "${cpu1[@]}") µs at 1 connection, $(median "${cpu16[@]}") µs at 16"
+echo "host_get calls/s / host.get calls/s at $MANY connections: $(median "${rps_ratios[@]}")"
+echo "added latency: p50 $(median "${p50_added[@]}") µs at 1 connection, p99 $(median "${p99_added[@]}") µs at $MANY"
+echo "sidecar CPU per host_get {limit:100}: $(median "${cpu1[@]}") µs at 1 connection, $(median "${cpu_many[@]}") µs at $MANY"
 echo "sidecar CPU per tools/list: $(field "$l1" cpu_us_per_call) µs"
