@@ -107,6 +107,6 @@ if [ "$ROUNDS" -gt 1 ]; then
 fi
 echo "host_get p50 / host.get p50 at 1 connection: $(median "${p50_ratios[@]}")"
 echo "host_get calls/s / host.get calls/s at $MANY connections: $(median "${rps_ratios[@]}")"
-echo "added latency: p50 $(median "${p50_added[@]}") µs at 1 connection, p99 $(median "${p99_added[@]}") µs at $MANY"
+echo "added latency: p50 $(printf '%.0f' "$(median "${p50_added[@]}")") µs at 1 connection, p99 $(printf '%.0f' "$(median "${p99_added[@]}")") µs at $MANY"
 echo "sidecar CPU per host_get {limit:100}: $(median "${cpu1[@]}") µs at 1 connection, $(median "${cpu_many[@]}") µs at $MANY"
 echo "sidecar CPU per tools/list: $(field "$l1" cpu_us_per_call) µs"
