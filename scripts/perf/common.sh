@@ -37,3 +37,15 @@ against_lab() {
     pids=()
     trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 }
+
+# start_sidecar BIN FRONTEND_URL PORT NAME: the sidecar as the perf scripts run it (default
+# policy set, a decision log file $work/decisions-NAME.log, log $work/sidecar-NAME.log),
+# in front of FRONTEND_URL on PORT; sets sidecar_pid (stopped on exit) and waits for it.
+start_sidecar() {
+    "$1" --frontend-url "$2" --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$3" \
+        --policy-dir policies --decision-log "$work/decisions-$4.log" --debug-level 3 \
+        >>"$work/sidecar-$4.log" 2>&1 &
+    sidecar_pid=$!
+    pids+=("$sidecar_pid")
+    wait_ready "$3"
+}

@@ -28,13 +28,9 @@ printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get
 declare -A pid_of url_of
 for which in A B; do
     port=$(free_port)
-    "${!which}" --frontend-url "$ZBX_URL" --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 \
-        --listen-port "$port" --policy-dir policies --decision-log "$work/decisions-$which.log" \
-        --debug-level 3 >>"$work/sidecar-$which.log" 2>&1 &
-    pid_of[$which]=$!
-    pids+=("$!")
+    start_sidecar "${!which}" "$ZBX_URL" "$port" "$which"
+    pid_of[$which]=$sidecar_pid
     url_of[$which]="http://127.0.0.1:$port/mcp"
-    wait_ready "$port"
     # Warm-up: connections, caller cache.
     KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c1 -d2s -s scripts/perf/wrk.lua "${url_of[$which]}" >/dev/null
 done

@@ -30,15 +30,6 @@ MANY=${MANY:-16}
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 . scripts/perf/common.sh
 against_lab
-# Starts the sidecar in front of $1 on port $2; sets sidecar_pid.
-start_sidecar() {
-    "$BIN" --frontend-url "$1" --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$2" \
-        --policy-dir policies --decision-log "$work/decisions.log" --debug-level 3 \
-        >>"$work/sidecar.log" 2>&1 &
-    sidecar_pid=$!
-    pids+=("$sidecar_pid")
-    wait_ready "$2"
-}
 cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 # wrk_run KIND URL BODY CONNECTIONS: prints wrk's RESULT line.
 wrk_run() {
@@ -55,14 +46,14 @@ proxy_port=$(free_port)
 python3 scripts/perf/stub_zabbix.py --port "$proxy_port" --forward "$ZBX_URL" --record "$work/host_get.json" 2>/dev/null &
 pids+=($!)
 port=$(free_port)
-start_sidecar "http://127.0.0.1:$proxy_port/api_jsonrpc.php" "$port"
+start_sidecar "$BIN" "http://127.0.0.1:$proxy_port/api_jsonrpc.php" "$port" main
 KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c1 -d1s -s scripts/perf/wrk.lua "http://127.0.0.1:$port/mcp" >/dev/null
 kill "$sidecar_pid"; wait "$sidecar_pid" 2>/dev/null || true
 [ -s "$work/host_get.json" ] || { echo "no host.get recorded" >&2; exit 1; }
 
 # 2. The measured sidecar, straight to Zabbix.
 port=$(free_port)
-start_sidecar "$ZBX_URL" "$port"
+start_sidecar "$BIN" "$ZBX_URL" "$port" main
 sidecar="http://127.0.0.1:$port/mcp"
 tck=$(getconf CLK_TCK)
 echo "wrk against $ZBX_URL (Zabbix $ZBX_API_VERSION), ${DURATION}s per phase, load average $(cut -d' ' -f1-3 /proc/loadavg)"
