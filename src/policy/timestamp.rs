@@ -6,19 +6,39 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::calendar::civil_from_days;
 
 /// Formats `time` in UTC with nine fractional digits; times before 1970 clamp to the epoch.
+/// Written digit by digit: two of these go into every call's log lines, and `format!`
+/// cost ten times as many instructions.
 pub(crate) fn rfc3339_nanos(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_nanos()
-    )
+    let mut text = String::with_capacity(30);
+    push_digits(&mut text, year, year.max(1).ilog10().max(3) + 1);
+    text.push('-');
+    push_digits(&mut text, month, 2);
+    text.push('-');
+    push_digits(&mut text, day, 2);
+    text.push('T');
+    push_digits(&mut text, rem / 3600, 2);
+    text.push(':');
+    push_digits(&mut text, rem % 3600 / 60, 2);
+    text.push(':');
+    push_digits(&mut text, rem % 60, 2);
+    text.push('.');
+    push_digits(&mut text, u64::from(since.subsec_nanos()), 9);
+    text.push('Z');
+    text
+}
+
+/// Appends `value`'s last `width` decimal digits, zero-padded: `{value:0width$}` for a
+/// value of at most `width` digits, as every value above is.
+fn push_digits(text: &mut String, value: u64, width: u32) {
+    for place in (0..width).rev() {
+        let digit = value / 10u64.pow(place) % 10;
+        text.push(char::from(b'0' + digit as u8));
+    }
 }
 
 #[cfg(test)]
@@ -40,5 +60,7 @@ mod tests {
         );
         assert_eq!(at(4_107_542_400, 0), "2100-03-01T00:00:00.000000000Z");
         assert_eq!(at(1_709_210_096, 123), "2024-02-29T12:34:56.000000123Z");
+        // Years past 9999 keep every digit, as `{year:04}` did.
+        assert_eq!(at(253_402_300_800, 0), "10000-01-01T00:00:00.000000000Z");
     }
 }

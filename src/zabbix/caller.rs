@@ -21,9 +21,13 @@ use crate::zabbix::client::ZabbixClient;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
 
-/// A Zabbix API token as presented by the agent.
+/// A Zabbix API token as presented by the agent, with its SHA-256 (the identity cache's
+/// key and, in part, the log's token id), computed once per request rather than for each.
 #[derive(Clone)]
-pub struct ApiToken(Arc<str>);
+pub struct ApiToken {
+    text: Arc<str>,
+    digest: [u8; 32],
+}
 
 /// The Zabbix user a token belongs to, as the policy sees it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -75,16 +79,20 @@ pub struct CallerResolver {
 
 impl ApiToken {
     pub fn new(token: String) -> Self {
-        Self(Arc::from(token))
+        let digest = Sha256::digest(token.as_bytes()).into();
+        Self {
+            text: Arc::from(token),
+            digest,
+        }
     }
 
     /// The token text, for the one place that sends it to Zabbix.
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     pub fn digest(&self) -> [u8; 32] {
-        Sha256::digest(self.0.as_bytes()).into()
+        self.digest
     }
 
     /// A 16-hex-digit prefix of the SHA-256 of the token: identifies it in logs.
@@ -93,7 +101,7 @@ impl ApiToken {
     }
 
     pub fn bearer_header(&self) -> Result<HeaderValue, ZabbixError> {
-        let mut value = HeaderValue::try_from(format!("Bearer {}", self.0))
+        let mut value = HeaderValue::try_from(format!("Bearer {}", self.text))
             .map_err(|_| ZabbixError::Request("the token is not a valid header value".into()))?;
         value.set_sensitive(true);
         Ok(value)
