@@ -16,6 +16,8 @@ pub mod display;
 pub mod exposure;
 pub mod mcp;
 pub mod metrics;
+#[cfg(test)]
+pub(crate) mod mutate;
 pub mod pidfile;
 pub mod policy;
 pub mod ratelimit;

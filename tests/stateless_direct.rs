@@ -92,6 +92,13 @@ async fn the_sidecar_answers_as_rmcp_would() {
                 &lab.token,
                 request(json!(9), "tools/call", json!({"name": "no_such_tool"})),
             ),
+            // Request metadata and members rmcp ignores, read alike both ways.
+            (
+                &lab.token,
+                json!({"jsonrpc": "2.0", "id": "meta-12", "method": "tools/call", "extra": [1],
+                    "params": {"_meta": {"progressToken": "p-1"}, "name": "host_get",
+                        "arguments": {"limit": 1}, "other": true}}),
+            ),
             (
                 &lab.token_viewer,
                 request(

@@ -5,9 +5,9 @@
 //! That was the largest part of the sidecar's own cost per call. For the two methods
 //! agents send all the time, from clients on the protocol versions that predate
 //! per-request metadata (up to 2025-11-25), this module does inline what that path does:
-//! the same body parse, the same header checks, the same handler entry point
-//! (`Service::handle_request`, rmcp's own dispatch and result rules) and the same
-//! serialization. Anything else (other methods, 2026-07-28 requests, malformed headers or
+//! the same body parse (reached sooner for these two methods: `direct_parse`), the same
+//! header checks, the same handler entry point (`Service::handle_request`, rmcp's own
+//! dispatch and result rules) and the same serialization. Anything else (other methods, 2026-07-28 requests, malformed headers or
 //! bodies) goes to rmcp unchanged, so its answers and errors stay rmcp's.
 
 use std::convert::Infallible;
@@ -18,9 +18,9 @@ use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use rmcp::model::{
-    ClientCapabilities, ClientJsonRpcMessage, ClientRequest, ErrorData, GetExtensions, GetMeta,
-    Implementation, InitializeRequestParams, JsonRpcMessage, JsonRpcRequest, ProtocolVersion,
-    RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientCapabilities, ClientRequest, ErrorData, GetExtensions, GetMeta, Implementation,
+    InitializeRequestParams, JsonRpcMessage, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::service::{
     Peer, RequestContext, RoleServer, RunningService, RxJsonRpcMessage, Service, TxJsonRpcMessage,
@@ -33,6 +33,7 @@ use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors::ToolError;
 use crate::metrics::McpPath;
+use crate::server::direct_parse;
 use crate::server::routes::Body;
 
 /// The MCP protocol version header (rmcp's `HEADER_MCP_PROTOCOL_VERSION`).
@@ -106,10 +107,8 @@ impl Direct {
             Ok(collected) => collected.to_bytes(),
             Err(never) => match never {},
         };
-        let (id, mut request) = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-            Ok(JsonRpcMessage::Request(JsonRpcRequest { id, request, .. })) if served(&request) => {
-                (id, request)
-            }
+        let (id, mut request) = match direct_parse::request(&bytes) {
+            Some((id, request)) if served(&request) => (id, request),
             _ => return Served::NotOurs(Request::from_parts(parts, Full::new(bytes))),
         };
         // As rmcp's serve loop builds it: the request's own metadata and extensions, and

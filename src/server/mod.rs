@@ -4,6 +4,7 @@
 
 mod conn;
 mod direct;
+mod direct_parse;
 mod gate;
 pub mod guard;
 pub mod hangup;

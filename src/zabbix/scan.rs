@@ -29,6 +29,9 @@ pub struct Spans {
     pub error: Option<Range<usize>>,
     /// The result's elements, when the result is an array.
     pub elements: Option<Vec<ElementSpan>>,
+    /// Whether a member named `result` or `error` is there at all, `null` or not (what
+    /// tells a JSON-RPC request from a response).
+    pub result_or_error_named: bool,
 }
 
 /// One element of the result array.
@@ -111,6 +114,7 @@ pub fn answer(body: &[u8]) -> Result<Spans, ScanError> {
     if scanner.at != body.len() {
         return scanner.fail("trailing characters");
     }
+    spans.result_or_error_named = seen.contains(&true);
     Ok(spans)
 }
 
