@@ -18,6 +18,12 @@
 # stub: its answers are real ones (the 7.0 lab's host_get {"limit":100} is 12 kB). ARGS are
 # host_get's arguments (default {"search":"mcp-","limit":10}).
 #
+# FOOTPRINT=1 also records each instruction's address (--dump-instr=yes), dumps the
+# profile after each of the K calls and prints the code every one of them executed, in
+# 64-byte cache lines, in all and by crate (scripts/perf/footprint.py): what a call after a
+# pause has to fetch again. Code that runs now and then (cache housekeeping, timers) is
+# counted apart, as run by some calls only.
+#
 # KEEP=DIR keeps the callgrind.out files there (callgrind_annotate DIR/callgrind.out.1 is
 # the K measured calls). Needs valgrind and python3; build first: cargo build --release.
 set -euo pipefail
@@ -59,7 +65,9 @@ client_args=(--args "$ARGS")
 
 port=$(free_port)
 out="$work/callgrind.out"
-valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" "$BIN" \
+dump_instr=()
+[ -n "${FOOTPRINT:-}" ] && dump_instr=(--dump-instr=yes)
+valgrind --tool=callgrind "${dump_instr[@]}" --instr-atstart=no --callgrind-out-file="$out" "$BIN" \
     --frontend-url "$frontend" \
     --allowed-ip 127.0.0.1 --listen-ip 127.0.0.1 --listen-port "$port" --policy-dir policies \
     --decision-log "$work/decisions.log" --debug-level 3 \
@@ -75,12 +83,20 @@ PY
 done
 python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" "$N" "${client_args[@]}"
 callgrind_control --instr=on "$pid" >/dev/null 2>&1
+[ -n "${FOOTPRINT:-}" ] && client_args+=(--after-each "callgrind_control --dump=call $pid >/dev/null 2>&1")
 python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" "$K" "${client_args[@]}"
 callgrind_control --dump=measured "$pid" >/dev/null 2>&1
 kill -TERM "$pid"
 wait "$pid" || true
 measured=$(grep -l '^desc: Trigger: .*measured' "$out".* 2>/dev/null | head -n 1)
 [ -n "$measured" ] || { echo "callgrind wrote no dump of the measured calls" >&2; exit 1; }
-total=$(awk '/^(summary|totals):/ {print $2; exit}' "$measured")
+calls=()
+if [ -n "${FOOTPRINT:-}" ]; then
+    mapfile -t calls < <(grep -l '^desc: Trigger: .*call' "$out".*)
+fi
+# With FOOTPRINT the K calls are in their own dumps, and the last one holds what is left.
+total=$(awk 'FNR == 1 { seen = 0 } !seen && /^(summary|totals):/ { sum += $2; seen = 1 } END { print sum }' \
+    "$measured" "${calls[@]}")
 echo "callgrind: $CALL against $against: $total instructions for $K calls after $N warm-up calls"
 echo "instructions per call: $(( total / K ))"
+if [ -n "${FOOTPRINT:-}" ]; then python3 scripts/perf/footprint.py "${calls[@]}"; fi

@@ -3,10 +3,15 @@
 answer (stateless streamable HTTP, JSON responses). Used by callgrind.sh.
 
   mcp_calls.py HOST:PORT TOKEN N [--list] [--args '{"search":"mcp-","limit":10}']
+               [--after-each COMMAND]
+
+--after-each runs COMMAND (a shell command) after each answer, before the next call:
+callgrind.sh's FOOTPRINT mode dumps the profile there, one dump per call.
 """
 import argparse
 import http.client
 import json
+import subprocess
 import sys
 
 
@@ -17,6 +22,7 @@ def main():
     parser.add_argument("n", type=int)
     parser.add_argument("--list", action="store_true", help="tools/list instead of host_get")
     parser.add_argument("--args", default='{"search":"mcp-","limit":10}')
+    parser.add_argument("--after-each")
     args = parser.parse_args()
     if args.list:
         request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -41,6 +47,8 @@ def main():
         if response.status != 200 or expect not in answer or b'"isError":true' in answer:
             print(f"call {i} failed: {response.status} {answer[:300]!r}", file=sys.stderr)
             sys.exit(1)
+        if args.after_each:
+            subprocess.run(args.after_each, shell=True, check=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,15 @@ else
   bad_marker = '"isError":true'
 end
 
+-- PAUSE_MS: each connection waits that long after an answer before its next request, so
+-- the sidecar idles between calls as it does beside a Zabbix that takes its time.
+local pause = tonumber(os.getenv("PAUSE_MS") or "0")
+if pause > 0 then
+  function delay()
+    return pause
+  end
+end
+
 local threads = {}
 function setup(thread)
   table.insert(threads, thread)

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# What a pause between calls costs: the CPU per request of the released sidecar, and of
+# nginx serving a static file as a reference, when each request follows the previous
+# answer at once and when it comes PAUSE ms later (wrk.lua's PAUSE_MS). Beside Zabbix the
+# sidecar always waits for PHP (about 40 ms per host.get on the lab), so its CPU per call
+# there is this column, not the back-to-back one (see README "Performance").
+#
+# The sidecar runs as shipped (its own process, one runtime thread, default policy set,
+# decision log file) in front of the load client's instant stub Zabbix; `perf stat`
+# counts each server's own task clock while wrk drives one connection at it.
+#
+#   scripts/perf/idle.sh                       # PAUSES="0 2 10 40" SECS=6
+#   BIN=/tmp/other PAUSES="0 40" scripts/perf/idle.sh
+# Needs perf (Debian's linux-perf), wrk, python3, the release binary and the load client
+# (cargo build --release; cargo bench --bench load --no-run); nginx (Debian's nginx-light)
+# for the reference rows, which are left out without it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+target=${CARGO_TARGET_DIR:-target}
+BIN=${BIN:-$target/release/zabbix-mcp-guard}
+PAUSES=${PAUSES:-0 2 10 40}
+SECS=${SECS:-6}
+load=$(ls -t "$target"/release/deps/load-* 2>/dev/null | grep -v '\.d$' | head -n 1)
+[ -x "${load:-}" ] || { echo "no load client: cargo bench --bench load --no-run" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
+command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
+. scripts/perf/common.sh
+
+work=$(mktemp -d)
+pids=()
+trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+"$load" stub --listen 127.0.0.1:0 >"$work/stub.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^stub listening on' "$work/stub.log" && break; sleep 0.1; done
+url=$(sed -n 's/^stub listening on //p' "$work/stub.log")
+[ -n "$url" ] || { echo "the stub did not start:" >&2; cat "$work/stub.log" >&2; exit 1; }
+export TOKEN=stub-bench-token-0123456789abcdef
+port=$(free_port)
+start_sidecar "$BIN" "$url" "$port" idle
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get","arguments":{"limit":100}}}' >"$work/call.json"
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' >"$work/list.json"
+
+# measure NAME PID URL BODY OK_MARKER: one line per pause.
+measure() {
+    local line pause
+    line=$(printf '%-30s' "$1")
+    for pause in $PAUSES; do
+        perf stat -x, -e task-clock -o "$work/perf" -p "$2" -- \
+            env PAUSE_MS="$pause" KIND=mcp BODY_FILE="$4" OK_MARKER="$5" \
+            wrk -t1 -c1 -d"${SECS}s" --timeout 10s -s scripts/perf/wrk.lua "$3" >"$work/wrk"
+        local result requests failed msec
+        result=$(grep '^RESULT' "$work/wrk")
+        requests=$(field "$result" requests)
+        failed=$(field "$result" failed)
+        [ "$failed" = 0 ] || { echo "$1: $failed of $requests requests failed" >&2; exit 1; }
+        msec=$(awk -F, '$3 == "task-clock" { print $1 }' "$work/perf")
+        line+=$(awk -v m="$msec" -v n="$requests" 'BEGIN { printf "%10.0f", m * 1000 / n }')
+    done
+    echo "$line"
+}
+
+header=$(printf '%-30s' "µs CPU per request, pause ms:")
+for pause in $PAUSES; do header+=$(printf '%10s' "$pause"); done
+echo "one connection, ${SECS}s per cell, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$header"
+# Warm-up: connection, caller cache, list decisions.
+KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c1 -d1s -s scripts/perf/wrk.lua "http://127.0.0.1:$port/mcp" >/dev/null
+measure "sidecar tools/call host_get" "$sidecar_pid" "http://127.0.0.1:$port/mcp" "$work/call.json" '"structuredContent"'
+measure "sidecar tools/list" "$sidecar_pid" "http://127.0.0.1:$port/mcp" "$work/list.json" '"tools"'
+
+if command -v nginx >/dev/null; then
+    # The reference: a C server answering a POST of the same body with a 26 kB static
+    # file (the size of a host_get {limit:100} answer from the 7.0 lab).
+    mkdir -p "$work/www" "$work/nginx"
+    head -c 26000 /dev/zero | tr '\0' 'x' >"$work/www/doc.json"
+    nginx_port=$(free_port)
+    cat >"$work/nginx.conf" <<EOF
+daemon off;
+pid $work/nginx/nginx.pid;
+worker_processes 1;
+user root;
+error_log $work/nginx/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $work/nginx/body;
+    server {
+        listen 127.0.0.1:$nginx_port;
+        root $work/www;
+        error_page 405 =200 \$uri;
+    }
+}
+EOF
+    nginx -c "$work/nginx.conf" -e "$work/nginx/error.log" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -s "$work/nginx/nginx.pid" ] && pgrep -P "$(cat "$work/nginx/nginx.pid")" >/dev/null && break; sleep 0.1; done
+    worker=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -n 1)
+    measure "nginx, a static 26 kB file" "$worker" "http://127.0.0.1:$nginx_port/doc.json" "$work/list.json" 'xxxx'
+fi
