@@ -23,6 +23,19 @@ wait_ready() {
     echo "sidecar on port $1 not ready" >&2; exit 1
 }
 
+# The machine's CPU time so far, "STEAL TOTAL" in ticks (/proc/stat), for steal_since.
+cpu_ticks_now() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+
+# The percentage of the machine's CPU time the hypervisor took (steal) since the
+# cpu_ticks_now snapshot $1: on a shared host it moves CPU per call more than most changes.
+steal_since() {
+    awk -v then="$1" -v now="$(cpu_ticks_now)" 'BEGIN {
+        split(then, a, " "); split(now, b, " ")
+        share = 0
+        if (b[2] > a[2]) share = (b[1] - a[1]) * 100 / (b[2] - a[2])
+        printf "%.0f", share }'
+}
+
 # The value of NAME=… in wrk.lua's RESULT line $1: field LINE NAME.
 field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 

@@ -60,6 +60,7 @@ measure() {
     echo "$line"
 }
 
+snapshot=$(cpu_ticks_now)
 header=$(printf '%-30s' "µs CPU per request, pause ms:")
 for pause in $PAUSES; do header+=$(printf '%10s' "$pause"); done
 echo "one connection, ${SECS}s per cell, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -98,3 +99,4 @@ EOF
     worker=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -n 1)
     measure "nginx, a static 26 kB file" "$worker" "http://127.0.0.1:$nginx_port/doc.json" "$work/list.json" 'xxxx'
 fi
+echo "the hypervisor took $(steal_since "$snapshot") % of the machine's CPU time meanwhile (steal)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of the sidecar side by side against the real Zabbix 7.0 lab: the CPU time and
 # context switches each spends per tools/call host_get, counted by `perf stat` on that
-# sidecar's process alone while wrk drives one connection at it (see README "Performance").
+# sidecar's process alone (its threads summed; the decision log writer's share shown too)
+# while wrk drives one connection at it (see README "Performance").
 #
 # Both sidecars run at once (default policy set, decision log file). PAIRS times, wrk posts
 # for SECS seconds to A, then to B: interleaving puts both under the same machine load,
@@ -39,17 +40,20 @@ echo "B: $B"
 echo "tools/call host_get $ARGS against $ZBX_URL, 1 connection, ${SECS}s each, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for pair in $(seq "$PAIRS"); do
     line="pair $pair:"
+    snapshot=$(cpu_ticks_now)
     for which in A B; do
-        perf stat -x, -e task-clock,context-switches -o "$work/perf" -p "${pid_of[$which]}" -- \
+        perf stat -x, --per-thread -e task-clock,context-switches -o "$work/perf" -p "${pid_of[$which]}" -- \
             env KIND=mcp BODY_FILE="$work/call.json" wrk -t1 -c1 -d"${SECS}s" --timeout 10s \
             -s scripts/perf/wrk.lua "${url_of[$which]}" >"$work/wrk"
         calls=$(field "$(grep '^RESULT' "$work/wrk")" requests)
         failed=$(field "$(grep '^RESULT' "$work/wrk")" failed)
         [ "$failed" = 0 ] || { echo "$which: $failed calls failed" >&2; exit 1; }
-        msec=$(awk -F, '$3 == "task-clock" { print $1 }' "$work/perf")
-        switches=$(awk -F, '$3 == "context-switches" { print $1 }' "$work/perf")
-        line+=$(awk -v m="$msec" -v s="$switches" -v n="$calls" -v w="$which" \
-            'BEGIN { printf "  %s %.0f µs CPU, %.1f context switches per call (%d calls)", w, m * 1000 / n, s / n, n }')
+        # Per thread: the process's sum, and the decision log writer's own share.
+        msec=$(awk -F, '$4 == "task-clock" && $2 + 0 == $2 { sum += $2 } END { print sum + 0 }' "$work/perf")
+        log_msec=$(awk -F, '$4 == "task-clock" && $1 ~ /^decision-log-/ && $2 + 0 == $2 { sum += $2 } END { print sum + 0 }' "$work/perf")
+        switches=$(awk -F, '$4 == "context-switches" && $2 + 0 == $2 { sum += $2 } END { print sum + 0 }' "$work/perf")
+        line+=$(awk -v m="$msec" -v l="$log_msec" -v s="$switches" -v n="$calls" -v w="$which" \
+            'BEGIN { printf "  %s %.0f µs CPU (log writer %.0f), %.1f context switches per call (%d calls)", w, m * 1000 / n, l * 1000 / n, s / n, n }')
     done
-    echo "$line"
+    echo "$line  (steal $(steal_since "$snapshot") %)"
 done
