@@ -7,8 +7,9 @@
 //! per-request metadata (up to 2025-11-25), this module does inline what that path does:
 //! the same body parse (reached sooner for these two methods: `direct_parse`), the same
 //! header checks, the same handler entry point (`Service::handle_request`, rmcp's own
-//! dispatch and result rules) and the same serialization. Anything else (other methods, 2026-07-28 requests, malformed headers or
-//! bodies) goes to rmcp unchanged, so its answers and errors stay rmcp's.
+//! dispatch and result rules) and the same serialization. Anything else (other methods,
+//! 2026-07-28 requests, malformed headers or bodies) goes to rmcp unchanged, so its
+//! answers and errors stay rmcp's.
 
 use std::convert::Infallible;
 use std::sync::Arc;

@@ -22,7 +22,8 @@ use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
 
 /// A Zabbix API token as presented by the agent, with its SHA-256 (the identity cache's
-/// key and, in part, the log's token id), computed once per request rather than for each.
+/// key and, in part, the log's token id), computed once when the token is read rather
+/// than at each use.
 #[derive(Clone)]
 pub struct ApiToken {
     text: Arc<str>,
