@@ -40,12 +40,16 @@ steal_since() {
 field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 
 # For the scripts that drive the lab: reads the lab's env file $ENV (ZBX_URL, ZBX_TOKEN;
-# TOKEN for wrk.lua), makes a scratch directory $work and stops the processes in $pids and
-# removes $work on exit.
+# TOKEN for wrk.lua) and makes the scratch directory (scratch, below).
 against_lab() {
     # shellcheck disable=SC1090
     . "$ENV"
     export TOKEN=$ZBX_TOKEN
+    scratch
+}
+
+# A scratch directory $work, removed on exit, and $pids, the processes stopped on exit.
+scratch() {
     work=$(mktemp -d)
     pids=()
     trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
@@ -61,4 +65,18 @@ start_sidecar() {
     sidecar_pid=$!
     pids+=("$sidecar_pid")
     wait_ready "$3"
+}
+
+# start_load_stub: the load client's instant stub Zabbix (`cargo bench --bench load
+# --no-run` builds it) in a process of its own; sets stub_url and adds its pid to $pids.
+start_load_stub() {
+    local target load
+    target=${CARGO_TARGET_DIR:-target}
+    load=$(ls -t "$target"/release/deps/load-* 2>/dev/null | grep -v '\.d$' | head -n 1)
+    [ -x "${load:-}" ] || { echo "no load client: cargo bench --bench load --no-run" >&2; exit 1; }
+    "$load" stub --listen 127.0.0.1:0 >"$work/stub.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do grep -q '^stub listening on' "$work/stub.log" && break; sleep 0.1; done
+    stub_url=$(sed -n 's/^stub listening on //p' "$work/stub.log")
+    [ -n "$stub_url" ] || { echo "the stub did not start:" >&2; cat "$work/stub.log" >&2; exit 1; }
 }

@@ -20,24 +20,16 @@ target=${CARGO_TARGET_DIR:-target}
 BIN=${BIN:-$target/release/zabbix-mcp-guard}
 PAUSES=${PAUSES:-0 2 10 40}
 SECS=${SECS:-6}
-load=$(ls -t "$target"/release/deps/load-* 2>/dev/null | grep -v '\.d$' | head -n 1)
-[ -x "${load:-}" ] || { echo "no load client: cargo bench --bench load --no-run" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
 command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 . scripts/perf/common.sh
 
-work=$(mktemp -d)
-pids=()
-trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-"$load" stub --listen 127.0.0.1:0 >"$work/stub.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^stub listening on' "$work/stub.log" && break; sleep 0.1; done
-url=$(sed -n 's/^stub listening on //p' "$work/stub.log")
-[ -n "$url" ] || { echo "the stub did not start:" >&2; cat "$work/stub.log" >&2; exit 1; }
+scratch
+start_load_stub
 export TOKEN=stub-bench-token-0123456789abcdef
 port=$(free_port)
-start_sidecar "$BIN" "$url" "$port" idle
+start_sidecar "$BIN" "$stub_url" "$port" idle
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get","arguments":{"limit":100}}}' >"$work/call.json"
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' >"$work/list.json"
 

@@ -12,16 +12,9 @@
 # cargo bench --bench load --no-run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-target=${CARGO_TARGET_DIR:-target}
-load=$(ls -t "$target"/release/deps/load-* 2>/dev/null | grep -v '\.d$' | head -n 1)
-[ -x "${load:-}" ] || { echo "no load client: cargo bench --bench load --no-run" >&2; exit 1; }
-work=$(mktemp -d)
-"$load" stub --listen 127.0.0.1:0 >"$work/stub.log" 2>&1 &
-stub_pid=$!
-trap 'kill "$stub_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 100); do grep -q '^stub listening on' "$work/stub.log" && break; sleep 0.1; done
-url=$(sed -n 's/^stub listening on //p' "$work/stub.log")
-[ -n "$url" ] || { echo "the stub did not start:" >&2; cat "$work/stub.log" >&2; exit 1; }
-printf 'ZBX_URL=%s\nZBX_TOKEN=stub-bench-token-0123456789abcdef\nZBX_API_VERSION=7.0.22\n' "$url" >"$work/stub.env"
+. scripts/perf/common.sh
+scratch
+start_load_stub
+printf 'ZBX_URL=%s\nZBX_TOKEN=stub-bench-token-0123456789abcdef\nZBX_API_VERSION=7.0.22\n' "$stub_url" >"$work/stub.env"
 ENV=$work/stub.env ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} MANY=${MANY:-64} \
     bash scripts/perf/wrk.sh
