@@ -13,12 +13,17 @@
 //! every other message and every error stays rmcp's; a unit test holds the quick way to
 //! rmcp's answer on 20,000 mutated bodies.
 
+use memchr::memmem;
 use rmcp::model::{
     CallToolRequest, ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, JsonRpcRequest,
     ListToolsRequest, RequestId,
 };
 
 use crate::zabbix::scan;
+
+/// The method name as a list request spells it: read as a list first where it appears,
+/// so a list is not first read as a call and refused (an error built and dropped).
+const LIST_METHOD: &[u8] = b"\"tools/list\"";
 
 /// The request in `body`, as rmcp reads it; `None` where rmcp reads no request.
 pub(crate) fn request(body: &[u8]) -> Option<(RequestId, ClientRequest)> {
@@ -31,11 +36,21 @@ fn quick(body: &[u8]) -> Option<(RequestId, ClientRequest)> {
     if spans.result_or_error_named {
         return None;
     }
-    if let Ok(JsonRpcRequest { id, request, .. }) =
-        serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(body)
-    {
-        return Some((id, ClientRequest::CallToolRequest(request)));
+    // Only the order of the two tries depends on the hint: each is rmcp's own read.
+    if memmem::find(body, LIST_METHOD).is_some() {
+        as_list(body).or_else(|| as_call(body))
+    } else {
+        as_call(body).or_else(|| as_list(body))
     }
+}
+
+fn as_call(body: &[u8]) -> Option<(RequestId, ClientRequest)> {
+    let JsonRpcRequest { id, request, .. } =
+        serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(body).ok()?;
+    Some((id, ClientRequest::CallToolRequest(request)))
+}
+
+fn as_list(body: &[u8]) -> Option<(RequestId, ClientRequest)> {
     let JsonRpcRequest { id, request, .. } =
         serde_json::from_slice::<JsonRpcRequest<ListToolsRequest>>(body).ok()?;
     Some((id, ClientRequest::ListToolsRequest(request)))
