@@ -4,6 +4,7 @@
 #   start-zabbix.sh        -> Zabbix 6.0 (bookworm packages)                       [default]
 #   start-zabbix.sh 7      -> Zabbix 7.0 (trixie debs, extracted under /opt/zabbix7, NOT installed)
 #   start-zabbix.sh all    -> both, side by side, plus the approval page test parts (Redis, Chromium)
+#                             and the test tools (Inspector, Python SDK, cargo-deb, llvm-profdata)
 #   start-zabbix.sh approval -> only Redis (127.0.0.1:6390) + Chromium/chromedriver
 #
 # = install + start + seed (seed.py: fixed test dataset, see README.md; ZBX_SEED=0 skips it).
@@ -399,11 +400,24 @@ install_cargo_deb() {
     || { tail -30 "$ZBX_STATE_DIR/logs/cargo-deb.log"; exit 1; }
 }
 
+# ---------------------------------------------------------------- the profile-guided build (scripts/pgo/build.sh)
+# llvm-profdata reads raw profiles of its own LLVM major version only: Debian's llvm-N for
+# the N rustc was built with.
+install_llvm_profdata() {
+  local major
+  major=$(rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+  [ -n "$major" ] || { echo "rustc is needed to tell which llvm-profdata to install" >&2; exit 1; }
+  if [ -x "/usr/lib/llvm-$major/bin/llvm-profdata" ]; then log "llvm-profdata $major present"; return; fi
+  log "installing llvm-$major (llvm-profdata, for the profile-guided build)"
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "llvm-$major" \
+    > "$ZBX_STATE_DIR/logs/apt-llvm.log" 2>&1 || { tail -30 "$ZBX_STATE_DIR/logs/apt-llvm.log"; exit 1; }
+}
+
 install_packages
 case "$WHAT" in
   6) up6 ;;
   7) up7 ;;
-  all) up6; up7; install_inspector; up_approval_parts; install_deploy_tools; install_mcp_python; install_cargo_deb ;;
+  all) up6; up7; install_inspector; up_approval_parts; install_deploy_tools; install_mcp_python; install_cargo_deb; install_llvm_profdata ;;
   approval) up_approval_parts ;;
   *) echo "usage: $0 [6|7|all|approval]" >&2; exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Load and soak of the released sidecar, driven from outside its process (issue 12, and the
-# memory rows of issue 11): builds the release binary and the load client, starts the
-# instant stub Zabbix and the sidecar (default policy, a decision-log file), runs the load
-# client against it and prints its figures. Bounded: the client stops after SECS.
+# memory rows of issue 11): builds the release binary (scripts/pgo/build.sh) and the load
+# client, starts the instant stub Zabbix and the sidecar (default policy, a decision-log
+# file), runs the load client against it and prints its figures. Bounded: the client stops
+# after SECS.
 #
 #   scripts/load/run.sh                          # 60 s, 1000 connections + 100 slow clients
 #   SECS=600 scripts/load/run.sh                 # the 10-minute soak
@@ -26,8 +27,9 @@ mkdir -p "$OUT"
 target=${CARGO_TARGET_DIR:-target}
 
 if [[ -z ${NO_BUILD:-} ]]; then
-    cargo build --release --bin zabbix-mcp-guard
+    # The load client first: a bench build also builds (and puts back) the plain binary.
     cargo bench --bench load --no-run
+    scripts/pgo/build.sh
 fi
 sidecar="$target/release/zabbix-mcp-guard"
 # The newest load bench executable (cargo names it load-<hash>).

@@ -25,7 +25,8 @@
 # counted apart, as run by some calls only.
 #
 # KEEP=DIR keeps the callgrind.out files there (callgrind_annotate DIR/callgrind.out.1 is
-# the K measured calls). Needs valgrind and python3; build first: cargo build --release.
+# the K measured calls). Needs valgrind and python3; build first: scripts/pgo/build.sh
+# (the released, profile-guided build; PGO=off for a plain one).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
@@ -34,7 +35,7 @@ K=${K:-100}
 CALL=${CALL:-host_get}
 ARGS=${ARGS:-'{"search":"mcp-","limit":10}'}
 TOKEN=callgrind-bench-token-0123456789abcdef
-[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "no binary at $BIN: scripts/pgo/build.sh" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 work=$(mktemp -d)
 stub_pid=

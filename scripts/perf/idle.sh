@@ -12,15 +12,16 @@
 #   scripts/perf/idle.sh                       # PAUSES="0 2 10 40" SECS=6
 #   BIN=/tmp/other PAUSES="0 40" scripts/perf/idle.sh
 # Needs perf (Debian's linux-perf), wrk, python3, the release binary and the load client
-# (cargo build --release; cargo bench --bench load --no-run); nginx (Debian's nginx-light)
-# for the reference rows, which are left out without it.
+# (cargo bench --bench load --no-run, then scripts/pgo/build.sh: a bench build puts the
+# plain binary back); nginx (Debian's nginx-light) for the reference rows, which are left
+# out without it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 target=${CARGO_TARGET_DIR:-target}
 BIN=${BIN:-$target/release/zabbix-mcp-guard}
 PAUSES=${PAUSES:-0 2 10 40}
 SECS=${SECS:-6}
-[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "no binary at $BIN: scripts/pgo/build.sh" >&2; exit 1; }
 command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 . scripts/perf/common.sh

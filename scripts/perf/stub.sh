@@ -8,8 +8,8 @@
 #
 #   scripts/perf/stub.sh                        # ROUNDS=3 DURATION=5 MANY=64
 #   BIN=/tmp/other ROUNDS=5 scripts/perf/stub.sh
-# Needs wrk, python3, the release binary and the load client (cargo build --release;
-# cargo bench --bench load --no-run).
+# Needs wrk, python3, the release binary and the load client (cargo bench --bench load
+# --no-run, then scripts/pgo/build.sh: a bench build puts the plain binary back).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/perf/common.sh

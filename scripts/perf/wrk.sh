@@ -18,7 +18,8 @@
 #   ROUNDS=6 DURATION=5 scripts/perf/wrk.sh  # six interleaved rounds of 5 s phases
 #   MANY=64 scripts/perf/wrk.sh              # the throughput phases at 64 connections
 # (scripts/perf/stub.sh runs this against an instant stub Zabbix instead of the lab.)
-# Needs wrk and python3; build first: cargo build --release.
+# Needs wrk and python3; build first: scripts/pgo/build.sh
+# (the released, profile-guided build; PGO=off for a plain one).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
@@ -26,7 +27,7 @@ ENV=${ENV:-/var/lib/zbx-test/zabbix7.env}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-1}
 MANY=${MANY:-16}
-[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "no binary at $BIN: scripts/pgo/build.sh" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 . scripts/perf/common.sh
 against_lab

@@ -35,8 +35,10 @@ for form in "$entrypoint" "$cmd"; do
     || fail "ENTRYPOINT/CMD not in exec (JSON) form: $form"
 done
 [[ "$user" =~ ^[1-9][0-9]*:[0-9]+$ ]] || fail "USER is not a numeric non-root uid:gid: $user"
-build_cmd=$(awk '/^FROM /{n++} n==1' "$DOCKERFILE" | sed -n 's/^RUN \(cargo build[^\\&]*\).*/\1/p' | sed 's/ *$//')
-[ -n "$build_cmd" ] || fail "no cargo build in the build stage"
+# The build stage's own build: the profile-guided one (rustup's llvm-tools there; here
+# the lab script installs Debian's llvm-N for rustc's LLVM).
+build_cmd=$(awk '/^FROM /{n++} n==1' "$DOCKERFILE" | sed -n 's#^RUN \(scripts/pgo/build.sh\).*#\1#p')
+[ -n "$build_cmd" ] || fail "no profile-guided build (scripts/pgo/build.sh) in the build stage"
 # Every cargo target lies under a path the build stage copies.
 copied=$(awk '/^FROM /{n++} n==1' "$DOCKERFILE" | sed -n 's/^COPY //p' | awk '{for(i=1;i<NF;i++) print $i}')
 cargo metadata --no-deps --format-version 1 | python3 -c '
@@ -53,7 +55,7 @@ for t in json.load(sys.stdin)["packages"][0]["targets"]:
 ' "$copied"
 
 step "build: $build_cmd"
-$build_cmd 2>"$WORK/build.log" || { tail -20 "$WORK/build.log"; fail "cargo build"; }
+$build_cmd 2>"$WORK/build.log" || { tail -20 "$WORK/build.log"; fail "$build_cmd"; }
 
 step "the final stage's file tree"
 ROOT="$WORK/rootfs"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Debian package: build it with `cargo deb` (one release build), check its files,
-# install it with `dpkg -i` on this machine, start the packaged binary with the packaged
+# The Debian package: build it as released (scripts/pgo/build.sh, then `cargo deb
+# --no-build`), check its files, install it with `dpkg -i` on this machine, start the packaged binary with the packaged
 # configuration as the unit would (the credential directory, an unprivileged user, no new
 # privileges; systemd is not init here) against the 7.0 lab, and check /readyz, an MCP
 # call through the MCP Inspector CLI and the decision log. Purges the package at the end.
@@ -22,9 +22,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ -z "${DEB:-}" ]; then
-  step "cargo deb (release build)"
+  step "scripts/pgo/build.sh (the profile-guided release build), cargo deb --no-build"
   command -v cargo-deb >/dev/null || fail "cargo-deb is missing: cargo install cargo-deb"
-  DEB=$(cargo deb --strip 2>"$WORK/cargo-deb.log" | tail -1) || { cat "$WORK/cargo-deb.log"; fail "cargo deb"; }
+  scripts/pgo/build.sh 2>"$WORK/build.log" || { tail -30 "$WORK/build.log"; fail "scripts/pgo/build.sh"; }
+  DEB=$(cargo deb --no-build --strip 2>"$WORK/cargo-deb.log" | tail -1) || { cat "$WORK/cargo-deb.log"; fail "cargo deb"; }
 fi
 [ -f "$DEB" ] || fail "no package at $DEB"
 
