@@ -7,9 +7,12 @@ Answers apiinfo.version (7.0.22), user.checkAuthentication, usergroup.get and ho
 With --forward URL it is a recording proxy instead: every request goes to URL unchanged,
 and the first host.get body is written to --record FILE (used by wrk.sh to post the exact
 host.get the sidecar sends straight to Zabbix). --port-file receives the bound port.
+--close-every N closes the connection after every Nth answer (`Connection: close`, as the
+lab's `php -S` does after each), so that the sidecar connects again.
 """
 import argparse
 import http.server
+import itertools
 import json
 import socketserver
 import sys
@@ -42,7 +45,9 @@ def main():
     parser.add_argument("--hosts", type=int, default=10)
     parser.add_argument("--forward")
     parser.add_argument("--record")
+    parser.add_argument("--close-every", type=int, default=0)
     args = parser.parse_args()
+    answers = itertools.count(1)
     results = {
         "apiinfo.version": '"7.0.22"',
         "user.checkAuthentication": '{"userid":"1","username":"Admin","type":3,"roleid":"3"}',
@@ -81,6 +86,9 @@ def main():
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(out)))
+            if args.close_every and next(answers) % args.close_every == 0:
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(out)
 

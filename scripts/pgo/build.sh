@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The released binary, built with profile-guided optimisation (PGO): one build
 # instrumented to count what runs, a training run through it (scripts/pgo/train.py: the
-# common MCP requests, against scripts/perf/stub_zabbix.py), then the release build laid
-# out by those counts: the code a call runs packed together and its likely branches made
-# straight. The deb package and the container image ship this build (README Performance:
-# about a quarter less CPU per call against the lab).
+# common MCP requests, against scripts/perf/stub_zabbix.py), then the release build shaped
+# by those counts: inlined where calls are hot, likely paths laid out straight, cold code
+# kept small. The deb package and the container image ship this build (README
+# Performance: about a quarter less CPU per call against the lab).
 #
 #   scripts/pgo/build.sh             # -> target/release/zabbix-mcp-guard
 #   PGO=off scripts/pgo/build.sh     # the plain release build, nothing else
@@ -57,7 +57,10 @@ if [ ! -s "$profile" ] || [ "$instrumented" -nt "$profile" ]; then
     . scripts/perf/common.sh
     scratch
     rm -rf "$pgo/raw"
-    python3 scripts/perf/stub_zabbix.py --hosts 100 --port-file "$work/stub.port" 2>/dev/null &
+    # Every second answer closes its connection, as many frontends do (the lab's `php -S`
+    # closes each): connecting again is trained as well as reusing a connection.
+    python3 scripts/perf/stub_zabbix.py --hosts 100 --close-every 2 --port-file "$work/stub.port" \
+        2>/dev/null &
     pids+=($!)
     for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
     [ -s "$work/stub.port" ] || { echo "the stub Zabbix did not start" >&2; exit 1; }
