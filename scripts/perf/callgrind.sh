@@ -45,6 +45,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+. scripts/perf/common.sh
 
 if [ -n "${LAB:-}" ]; then
     # shellcheck disable=SC1090
@@ -53,14 +54,11 @@ if [ -n "${LAB:-}" ]; then
     TOKEN=$ZBX_TOKEN
     against="the lab at $ZBX_URL"
 else
-    python3 scripts/perf/stub_zabbix.py --port-file "$work/stub.port" 2>/dev/null &
-    stub_pid=$!
-    for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
-    frontend="http://127.0.0.1:$(cat "$work/stub.port")/api_jsonrpc.php"
+    start_stub_zabbix "$work"
+    frontend=$stub_url
     against="the stub"
 fi
 
-. scripts/perf/common.sh
 client_args=(--args "$ARGS")
 [ "$CALL" = list ] && client_args=(--list)
 

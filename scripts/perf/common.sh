@@ -67,6 +67,18 @@ start_sidecar() {
     wait_ready "$3"
 }
 
+# start_stub_zabbix DIR [ARGS...]: scripts/perf/stub_zabbix.py with ARGS, its port file in
+# DIR; sets stub_pid (the caller stops it) and stub_url once it listens.
+start_stub_zabbix() {
+    local dir=$1
+    shift
+    python3 scripts/perf/stub_zabbix.py "$@" --port-file "$dir/stub.port" 2>/dev/null &
+    stub_pid=$!
+    for _ in $(seq 100); do [ -s "$dir/stub.port" ] && break; sleep 0.1; done
+    [ -s "$dir/stub.port" ] || { echo "the stub Zabbix did not start" >&2; exit 1; }
+    stub_url="http://127.0.0.1:$(cat "$dir/stub.port")/api_jsonrpc.php"
+}
+
 # start_load_stub: the load client's instant stub Zabbix (`cargo bench --bench load
 # --no-run` builds it) in a process of its own; sets stub_url and adds its pid to $pids.
 start_load_stub() {

@@ -15,6 +15,27 @@ import subprocess
 import sys
 
 
+class Client:
+    """Stateless MCP POSTs to the sidecar's /mcp on one keep-alive connection (also used by
+    scripts/pgo/train.py)."""
+
+    def __init__(self, address, token):
+        host, port = address.rsplit(":", 1)
+        self.connection = http.client.HTTPConnection(host, int(port), timeout=600)
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+            "Authorization": f"Bearer {token}",
+        }
+
+    def __call__(self, request):
+        """POSTs the JSON-RPC request; its status and body."""
+        self.connection.request("POST", "/mcp", json.dumps(request).encode(), self.headers)
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("address")
@@ -31,21 +52,11 @@ def main():
         request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                    "params": {"name": "host_get", "arguments": json.loads(args.args)}}
         expect = b'"structuredContent"'
-    body = json.dumps(request).encode()
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-11-25",
-        "Authorization": f"Bearer {args.token}",
-    }
-    host, port = args.address.rsplit(":", 1)
-    connection = http.client.HTTPConnection(host, int(port), timeout=600)
+    post = Client(args.address, args.token)
     for i in range(args.n):
-        connection.request("POST", "/mcp", body, headers)
-        response = connection.getresponse()
-        answer = response.read()
-        if response.status != 200 or expect not in answer or b'"isError":true' in answer:
-            print(f"call {i} failed: {response.status} {answer[:300]!r}", file=sys.stderr)
+        status, answer = post(request)
+        if status != 200 or expect not in answer or b'"isError":true' in answer:
+            print(f"call {i} failed: {status} {answer[:300]!r}", file=sys.stderr)
             sys.exit(1)
         if args.after_each:
             subprocess.run(args.after_each, shell=True, check=True)

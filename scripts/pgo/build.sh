@@ -59,13 +59,10 @@ if [ ! -s "$profile" ] || [ "$instrumented" -nt "$profile" ]; then
     rm -rf "$pgo/raw"
     # Every second answer closes its connection, as many frontends do (the lab's `php -S`
     # closes each): connecting again is trained as well as reusing a connection.
-    python3 scripts/perf/stub_zabbix.py --hosts 100 --close-every 2 --port-file "$work/stub.port" \
-        2>/dev/null &
-    pids+=($!)
-    for _ in $(seq 100); do [ -s "$work/stub.port" ] && break; sleep 0.1; done
-    [ -s "$work/stub.port" ] || { echo "the stub Zabbix did not start" >&2; exit 1; }
+    start_stub_zabbix "$work" --hosts 100 --close-every 2
+    pids+=("$stub_pid")
     port=$(free_port)
-    start_sidecar "$instrumented" "http://127.0.0.1:$(cat "$work/stub.port")/api_jsonrpc.php" "$port" pgo
+    start_sidecar "$instrumented" "$stub_url" "$port" pgo
     python3 scripts/pgo/train.py "127.0.0.1:$port" pgo-training-token-0123456789abcdef "${ROUNDS:-200}"
     # The counts are written when the process exits.
     kill -TERM "$sidecar_pid"

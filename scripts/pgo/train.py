@@ -6,9 +6,11 @@ failures it did not mean to send: the profile then says which code runs per call
 
   train.py HOST:PORT TOKEN ROUNDS
 """
-import http.client
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "perf"))
+from mcp_calls import Client  # noqa: E402
 
 CALL_OK = b'"structuredContent"'
 
@@ -33,25 +35,15 @@ REQUESTS = [
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    address, token, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    host, port = address.rsplit(":", 1)
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-11-25",
-        "Authorization": f"Bearer {token}",
-    }
-    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    post = Client(sys.argv[1], sys.argv[2])
+    rounds = int(sys.argv[3])
     for round_ in range(rounds):
         for i, (method, params, expect) in enumerate(REQUESTS):
-            request = {"jsonrpc": "2.0", "id": round_ * len(REQUESTS) + i, "method": method,
-                       "params": params}
-            connection.request("POST", "/mcp", json.dumps(request).encode(), headers)
-            response = connection.getresponse()
-            answer = response.read()
+            status, answer = post({"jsonrpc": "2.0", "id": round_ * len(REQUESTS) + i,
+                                   "method": method, "params": params})
             if expect not in answer:
                 name = params.get("name", "")
-                sys.exit(f"training request {method} {name} answered {response.status}: "
+                sys.exit(f"training request {method} {name} answered {status}: "
                          f"{answer[:300]!r}")
     print(f"trained on {rounds * len(REQUESTS)} requests")
 
