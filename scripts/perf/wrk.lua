@@ -35,10 +35,20 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
+-- FAIL_FILE: the first answer that is not a success is written there (its status and up
+-- to 400 bytes), so a run that counts failures can say what they were.
+local fail_file = os.getenv("FAIL_FILE")
 failed = 0
 function response(status, headers, body)
   if status ~= 200 or not body:find(ok_marker, 1, true) or body:find(bad_marker, 1, true) then
     failed = failed + 1
+    if failed == 1 and fail_file then
+      local f = io.open(fail_file, "w")
+      if f then
+        f:write(status .. " " .. body:sub(1, 400) .. "\n")
+        f:close()
+      end
+    end
   end
 end
 

@@ -21,6 +21,7 @@
 # Needs wrk and python3; build first: scripts/pgo/build.sh
 # (the released, profile-guided build; PGO=off for a plain one).
 set -euo pipefail
+shopt -s inherit_errexit # a failed phase inside $(…) stops the script too
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/zabbix-mcp-guard}
 ENV=${ENV:-/var/lib/zbx-test/zabbix7.env}
@@ -32,11 +33,21 @@ command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 . scripts/perf/common.sh
 against_lab
 cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-# wrk_run KIND URL BODY CONNECTIONS: prints wrk's RESULT line.
+# wrk_run KIND URL BODY CONNECTIONS: prints wrk's RESULT line; stops the script when any
+# answer was not a success (a figure over denials or errors is not the call's cost).
+# wrk's socket errors are not checked: it counts every close of the lab's `php -S`, which
+# closes each connection after its answer, as one.
 wrk_run() {
-    local threads=$(( $4 < 2 ? 1 : 2 ))
-    KIND=$1 BODY_FILE=$3 wrk -t"$threads" -c"$4" -d"${DURATION}s" --timeout 10s \
-        -s scripts/perf/wrk.lua "$2" | grep '^RESULT'
+    local threads=$(( $4 < 2 ? 1 : 2 )) result
+    rm -f "$work/failure"
+    result=$(KIND=$1 BODY_FILE=$3 FAIL_FILE=$work/failure wrk -t"$threads" -c"$4" \
+        -d"${DURATION}s" --timeout 10s -s scripts/perf/wrk.lua "$2" | grep '^RESULT')
+    if [ "$(field "$result" failed)" != 0 ] || [ "$(field "$result" requests)" = 0 ]; then
+        echo "$1 at $4 connections: answers that were not successes: $result" >&2
+        [ -s "$work/failure" ] && echo "the first one: $(cat "$work/failure")" >&2
+        exit 1
+    fi
+    echo "$result"
 }
 
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get","arguments":{"limit":100}}}' >"$work/call.json"
