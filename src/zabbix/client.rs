@@ -1,25 +1,20 @@
-//! The JSON-RPC client toward Zabbix: one pooled hyper-util client (keep-alive, one TLS
-//! handshake per connection), the token sent the way each version accepts, every call
-//! bounded by `Timeout` (after its wait for a `MaxZabbixConcurrency` slot, bounded
-//! separately), and the API version cached.
+//! The JSON-RPC client toward Zabbix: requests over the frontend's kept-open connections
+//! (`connections`), the token sent the way each version accepts, every call bounded by
+//! `Timeout` (after its wait for a `MaxZabbixConcurrency` slot, bounded separately), and
+//! the API version cached.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::metrics::Metrics;
 use crate::zabbix::caller::ApiToken;
+use crate::zabbix::connections::{ConnectionError, Connections, Resend};
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
 use crate::zabbix::raw::{self, Answer, RawReply};
@@ -48,11 +43,9 @@ pub struct Payload {
 }
 
 pub struct ZabbixClient {
-    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    /// Writes go through a pool that never resends: hyper would otherwise retry a request
-    /// on a pooled connection that closed under it, and a write must reach Zabbix at most once.
-    http_writes: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    api_url: http::Uri,
+    /// Reads may be sent again when a reused connection closed before taking them;
+    /// writes never are: a write reaches Zabbix at most once.
+    connections: Connections,
     api_url_text: String,
     timeout: Duration,
     max_response_bytes: usize,
@@ -107,28 +100,12 @@ impl ZabbixClient {
             }
         }
         let tls = tls::client_config(settings.ca_file.as_deref(), settings.ignore_cert_errors)?;
-        let mut connector = HttpConnector::new();
-        connector.enforce_http(false);
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(settings.timeout));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(connector);
-        let http = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(64)
-            .build(https.clone());
-        let http_writes = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .retry_canceled_requests(false)
-            .build(https);
+        let connections = Connections::new(&api_url, tls).map_err(|error| ZabbixError::BadUrl {
+            url: settings.api_url.clone(),
+            reason: error.to_string(),
+        })?;
         Ok(Self {
-            http,
-            http_writes,
-            api_url,
+            connections,
             api_url_text: settings.api_url.clone(),
             timeout: settings.timeout,
             max_response_bytes: settings.max_response_bytes,
@@ -272,36 +249,23 @@ impl ZabbixClient {
         } else {
             token
         };
-        let mut builder = http::Request::post(self.api_url.clone()).header(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/json-rpc"),
-        );
-        let body = match token {
+        let (body, authorization) = match token {
             Some((token, version)) if version.token_transport() == TokenTransport::BodyField => {
-                with_auth_field(&payload.body, token)?
+                (with_auth_field(&payload.body, token)?, None)
             }
-            Some((token, _)) => {
-                builder = builder.header(AUTHORIZATION, token.bearer_header()?);
-                payload.body.clone()
-            }
-            None => payload.body.clone(),
+            Some((token, _)) => (payload.body.clone(), Some(token.bearer_header()?)),
+            None => (payload.body.clone(), None),
         };
-        let request = builder
-            .body(Full::new(body))
-            .map_err(|e| ZabbixError::Request(format!("building the HTTP request: {e}")))?;
-        let http = if payload.method.is_write() {
-            &self.http_writes
+        let resend = if payload.method.is_write() {
+            Resend::Never
         } else {
-            &self.http
+            Resend::IfUnsent
         };
         let started = std::time::Instant::now();
         let result = async {
             let _slot = self.slot().await?;
-            match tokio::time::timeout(
-                self.timeout,
-                round_trip(http, request, self.max_response_bytes),
-            )
-            .await
+            match tokio::time::timeout(self.timeout, self.round_trip(body, authorization, resend))
+                .await
             {
                 Ok(result) => result,
                 Err(_) => Err(ZabbixError::Timeout(self.timeout)),
@@ -328,33 +292,28 @@ impl ZabbixClient {
             }),
         }
     }
-}
 
-async fn round_trip(
-    http: &Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    request: http::Request<Full<Bytes>>,
-    max_bytes: usize,
-) -> Result<Bytes, ZabbixError> {
-    let response = http
-        .request(request)
-        .await
-        .map_err(|e| ZabbixError::Unavailable(error_chain(&e)))?;
-    let status = response.status();
-    let body = Limited::new(response.into_body(), max_bytes)
-        .collect()
-        .await
-        .map_err(|e| {
-            if e.is::<LengthLimitError>() {
-                ZabbixError::ResponseTooLarge(max_bytes)
-            } else {
-                ZabbixError::Unavailable(format!("reading the response: {}", error_chain(&*e)))
-            }
-        })?
-        .to_bytes();
-    if !status.is_success() {
-        return Err(ZabbixError::HttpStatus(status.as_u16()));
+    /// One POST and its whole answer; transport failures are Zabbix being unavailable.
+    async fn round_trip(
+        &self,
+        body: Bytes,
+        authorization: Option<http::HeaderValue>,
+        resend: Resend,
+    ) -> Result<Bytes, ZabbixError> {
+        let max_bytes = self.max_response_bytes;
+        let (status, body) = self
+            .connections
+            .post(body, authorization, resend, max_bytes)
+            .await
+            .map_err(|error| match error {
+                ConnectionError::TooLarge(limit) => ZabbixError::ResponseTooLarge(limit),
+                other => ZabbixError::Unavailable(error_chain(&other)),
+            })?;
+        if !status.is_success() {
+            return Err(ZabbixError::HttpStatus(status.as_u16()));
+        }
+        Ok(body)
     }
-    Ok(body)
 }
 
 fn api_error(error: RpcError) -> ZabbixError {

@@ -3,6 +3,7 @@
 
 pub mod caller;
 pub mod client;
+mod connections;
 pub mod error;
 pub mod method;
 pub mod raw;

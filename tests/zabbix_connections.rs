@@ -1,0 +1,324 @@
+//! The client's own connections toward Zabbix (src/zabbix/connections.rs), against small
+//! local frontends whose connection handling the lab's `php -S` (which closes every
+//! connection) cannot show: kept-open connections are reused, a frontend that closes each
+//! one gets a new one per call, a connection the frontend closed after its answer is not
+//! used again (for a read or a write), and TLS picks HTTP/2 when the frontend's ALPN
+//! offers it, one connection shared by concurrent calls.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Version;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use zabbix_mcp_guard::zabbix::{ApiToken, ClientSettings, Method, ZabbixClient, ZabbixVersion};
+
+/// How a test frontend treats its connections.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// HTTP/1.1 keep-alive (hyper's server).
+    Open,
+    /// Answers with `Connection: close` and closes.
+    CloseSaid,
+    /// Answers as if keeping the connection, then closes it without a word.
+    CloseUnsaid,
+}
+
+/// What a frontend saw.
+#[derive(Clone, Default)]
+struct Seen {
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<(Version, String)>>>,
+}
+
+impl Seen {
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn requests(&self) -> Vec<(Version, String)> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// The answer to every request: a JSON-RPC result naming the method asked.
+fn answer(request: &[u8]) -> (String, Vec<u8>) {
+    let method = serde_json::from_slice::<Value>(request)
+        .ok()
+        .and_then(|v| v["method"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let body = json!({"jsonrpc": "2.0", "result": {"method": method}, "id": 1});
+    (method, serde_json::to_vec(&body).unwrap())
+}
+
+/// A plain-HTTP frontend; returns its API URL.
+async fn plain_front(keep: Keep) -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api_jsonrpc.php", listener.local_addr().unwrap());
+    let seen = Seen::default();
+    let state = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            state.connections.fetch_add(1, Ordering::SeqCst);
+            let state = state.clone();
+            tokio::spawn(async move {
+                match keep {
+                    Keep::CloseUnsaid => answer_once_and_close(stream, &state).await,
+                    Keep::Open | Keep::CloseSaid => {
+                        let mut http1 = hyper::server::conn::http1::Builder::new();
+                        http1.keep_alive(matches!(keep, Keep::Open));
+                        let service = service_fn(move |request| serve(request, state.clone()));
+                        let _ = http1.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+async fn serve(
+    request: hyper::Request<hyper::body::Incoming>,
+    seen: Seen,
+) -> Result<hyper::Response<Full<Bytes>>, hyper::Error> {
+    let version = request.version();
+    let body = request.into_body().collect().await?.to_bytes();
+    let (method, answer) = answer(&body);
+    seen.requests.lock().unwrap().push((version, method));
+    let mut response = hyper::Response::new(Full::new(Bytes::from(answer)));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// Reads one request, answers it with a length and no `Connection` header (so it looks
+/// reusable), and closes.
+async fn answer_once_and_close(mut stream: TcpStream, seen: &Seen) {
+    let mut read = Vec::new();
+    let mut buf = [0u8; 4096];
+    let body = loop {
+        let Ok(n) = stream.read(&mut buf).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        read.extend_from_slice(&buf[..n]);
+        let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&read[..end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if read.len() >= end + 4 + length {
+            break read[end + 4..end + 4 + length].to_vec();
+        }
+    };
+    let (method, answer) = answer(&body);
+    seen.requests
+        .lock()
+        .unwrap()
+        .push((Version::HTTP_11, method));
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        answer.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(&answer).await;
+}
+
+/// A TLS frontend (certificate for localhost from `pki`) offering `alpn`, serving HTTP/1.1
+/// and HTTP/2; returns its API URL.
+async fn tls_front(pki: &common::tls::Pki, alpn: &[&[u8]]) -> (String, Seen) {
+    common::init();
+    let certs = rustls_pemfile::certs(&mut std::fs::read(&pki.cert_file).unwrap().as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls_pemfile::private_key(&mut std::fs::read(&pki.key_file).unwrap().as_slice())
+        .unwrap()
+        .unwrap();
+    let mut config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://localhost:{}/api_jsonrpc.php",
+        listener.local_addr().unwrap().port()
+    );
+    let seen = Seen::default();
+    let state = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            state.connections.fetch_add(1, Ordering::SeqCst);
+            let (acceptor, state) = (acceptor.clone(), state.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = service_fn(move |request| serve(request, state.clone()));
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
+    common::init();
+    ZabbixClient::new(&ClientSettings {
+        api_url: url.to_owned(),
+        timeout: Duration::from_secs(10),
+        ca_file,
+        ignore_cert_errors: false,
+        max_response_bytes: 1 << 20,
+        max_concurrency: 16,
+    })
+    .unwrap()
+}
+
+/// A read (no token needed).
+async fn read(client: &ZabbixClient) -> Value {
+    client
+        .call(Method::ApiInfoVersion, &json!({}), None)
+        .await
+        .unwrap()
+}
+
+/// A write, with a token as 7.0 takes it.
+async fn write(client: &ZabbixClient) -> Result<Value, zabbix_mcp_guard::zabbix::ZabbixError> {
+    let token = ApiToken::new("connections-test-token".into());
+    let version: ZabbixVersion = "7.0.0".parse().unwrap();
+    client
+        .call(
+            Method::EventAcknowledge,
+            &json!({"eventids": ["1"], "action": 4, "message": "x"}),
+            Some((&token, version)),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn kept_open_connections_are_reused() {
+    let (url, seen) = plain_front(Keep::Open).await;
+    let client = client(&url, None);
+    for _ in 0..5 {
+        assert_eq!(read(&client).await["method"], "apiinfo.version");
+    }
+    write(&client).await.unwrap();
+    assert_eq!(seen.connections(), 1, "six calls, one connection");
+    assert_eq!(seen.requests().len(), 6);
+}
+
+#[tokio::test]
+async fn a_frontend_closing_each_connection_gets_a_new_one_per_call() {
+    let (url, seen) = plain_front(Keep::CloseSaid).await;
+    let client = client(&url, None);
+    for _ in 0..4 {
+        read(&client).await;
+    }
+    write(&client).await.unwrap();
+    assert_eq!(seen.connections(), 5);
+}
+
+#[tokio::test]
+async fn a_connection_closed_after_its_answer_is_not_used_again() {
+    let (url, seen) = plain_front(Keep::CloseUnsaid).await;
+    let client = client(&url, None);
+    read(&client).await;
+    // The frontend closed the connection it answered on without saying so: the read
+    // after it and a write (never sent twice) both go out on new connections.
+    read(&client).await;
+    let written = write(&client).await;
+    assert!(written.is_ok(), "{written:?}");
+    read(&client).await;
+    assert_eq!(seen.connections(), 4);
+    let methods: Vec<String> = seen.requests().into_iter().map(|(_, m)| m).collect();
+    assert_eq!(
+        methods,
+        [
+            "apiinfo.version",
+            "apiinfo.version",
+            "event.acknowledge",
+            "apiinfo.version"
+        ],
+        "each request reached the frontend once"
+    );
+}
+
+#[tokio::test]
+async fn tls_speaks_http2_when_the_frontend_offers_it_on_one_shared_connection() {
+    let pki = common::tls::pki("connections-h2");
+    let (url, seen) = tls_front(&pki, &[b"h2", b"http/1.1"]).await;
+    let client = Arc::new(client(&url, Some(pki.ca_file.clone())));
+    read(&client).await;
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let client = Arc::clone(&client);
+            tokio::spawn(async move { read(&client).await })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap()["method"], "apiinfo.version");
+    }
+    write(&client).await.unwrap();
+    assert_eq!(
+        seen.connections(),
+        1,
+        "one HTTP/2 connection for every call"
+    );
+    let requests = seen.requests();
+    assert_eq!(requests.len(), 10);
+    assert!(
+        requests.iter().all(|(v, _)| *v == Version::HTTP_2),
+        "{requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn tls_speaks_http1_when_the_frontend_offers_only_that() {
+    let pki = common::tls::pki("connections-h1");
+    let (url, seen) = tls_front(&pki, &[b"http/1.1"]).await;
+    let client = client(&url, Some(pki.ca_file.clone()));
+    for _ in 0..3 {
+        read(&client).await;
+    }
+    assert_eq!(seen.connections(), 1, "one kept-open TLS connection");
+    assert!(
+        seen.requests().iter().all(|(v, _)| *v == Version::HTTP_11),
+        "{:?}",
+        seen.requests()
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_says_where_and_why() {
+    let port = common::free_port();
+    let client = client(&format!("http://127.0.0.1:{port}/api_jsonrpc.php"), None);
+    let error = client
+        .call(Method::ApiInfoVersion, &json!({}), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!("connecting to 127.0.0.1:{port}")) && error.contains("refused"),
+        "{error}"
+    );
+}
