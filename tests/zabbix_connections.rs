@@ -143,17 +143,7 @@ async fn answer_once_and_close(mut stream: TcpStream, seen: &Seen) {
 /// A TLS frontend (certificate for localhost from `pki`) offering `alpn`, serving HTTP/1.1
 /// and HTTP/2; returns its API URL.
 async fn tls_front(pki: &common::tls::Pki, alpn: &[&[u8]]) -> (String, Seen) {
-    common::init();
-    let certs = rustls_pemfile::certs(&mut std::fs::read(&pki.cert_file).unwrap().as_slice())
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = rustls_pemfile::private_key(&mut std::fs::read(&pki.key_file).unwrap().as_slice())
-        .unwrap()
-        .unwrap();
-    let mut config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
+    let mut config = common::tls::server_config(pki);
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

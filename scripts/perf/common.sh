@@ -39,6 +39,16 @@ steal_since() {
 # The value of NAME=… in wrk.lua's RESULT line $1: field LINE NAME.
 field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 
+# succeeded WHAT LINE: stops the script unless wrk.lua's RESULT line LINE counts answers
+# and no failure (a figure over denials or errors is not a call's cost), naming the first
+# failure, which wrk.lua writes to $FAIL_FILE (set by scratch).
+succeeded() {
+    [ "$(field "$2" failed)" = 0 ] && [ "$(field "$2" requests)" != 0 ] && return 0
+    echo "$1: answers that were not successes: $2" >&2
+    [ -s "$FAIL_FILE" ] && echo "the first one: $(cat "$FAIL_FILE")" >&2
+    exit 1
+}
+
 # For the scripts that drive the lab: reads the lab's env file $ENV (ZBX_URL, ZBX_TOKEN;
 # TOKEN for wrk.lua) and makes the scratch directory (scratch, below).
 against_lab() {
@@ -51,6 +61,7 @@ against_lab() {
 # A scratch directory $work, removed on exit, and $pids, the processes stopped on exit.
 scratch() {
     work=$(mktemp -d)
+    export FAIL_FILE=$work/failure
     pids=()
     trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 }

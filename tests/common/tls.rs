@@ -38,23 +38,24 @@ pub fn pki(name: &str) -> Pki {
     pki
 }
 
+/// A TLS server configuration with `pki`'s localhost certificate.
+pub fn server_config(pki: &Pki) -> rustls::ServerConfig {
+    super::init();
+    let certs = rustls_pemfile::certs(&mut std::fs::read(&pki.cert_file).unwrap().as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls_pemfile::private_key(&mut std::fs::read(&pki.key_file).unwrap().as_slice())
+        .unwrap()
+        .unwrap();
+    rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap()
+}
+
 /// Starts a TLS front for `upstream` (host:port); returns its port.
 pub async fn front(pki: &Pki, upstream: String) -> u16 {
-    super::init();
-    let acceptor = {
-        let certs = rustls_pemfile::certs(&mut std::fs::read(&pki.cert_file).unwrap().as_slice())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key =
-            rustls_pemfile::private_key(&mut std::fs::read(&pki.key_file).unwrap().as_slice())
-                .unwrap()
-                .unwrap();
-        let config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-        tokio_rustls::TlsAcceptor::from(Arc::new(config))
-    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(pki)));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
