@@ -119,3 +119,52 @@ start_load_stub() {
     stub_url=$(sed -n 's/^stub listening on //p' "$work/stub.log")
     [ -n "$stub_url" ] || { echo "the stub did not start:" >&2; cat "$work/stub.log" >&2; exit 1; }
 }
+
+# start_nginx NAME HTTP_BLOCK: nginx (Debian's nginx-light) with one worker process, as the
+# sidecar runs one runtime thread, access log off, its files in $work/nginx-NAME;
+# HTTP_BLOCK is the rest of its http {} block. Sets nginx_worker, the worker's pid (what
+# perf stat counts); stopped on exit.
+start_nginx() {
+    local dir=$work/nginx-$1
+    mkdir -p "$dir"
+    cat >"$dir/nginx.conf" <<EOF
+daemon off;
+pid $dir/nginx.pid;
+worker_processes 1;
+user root;
+error_log $dir/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+$2
+}
+EOF
+    nginx -c "$dir/nginx.conf" -e "$dir/error.log" &
+    pids+=($!)
+    nginx_worker=
+    for _ in $(seq 100); do
+        [ -s "$dir/nginx.pid" ] && nginx_worker=$(pgrep -P "$(cat "$dir/nginx.pid")" | head -n 1) && break
+        sleep 0.1
+    done
+    [ -n "$nginx_worker" ] || { echo "nginx did not start: $(cat "$dir/error.log")" >&2; exit 1; }
+}
+
+# start_nginx_proxy URL: the reference proxy, nginx forwarding each request as it came to
+# URL's server over keep-alive connections (as the sidecar keeps its own), on a port of its
+# own; sets proxy_url (URL's path on that port) and nginx_worker.
+start_nginx_proxy() {
+    local scheme=${1%%://*} rest=${1#*://} port
+    port=$(free_port)
+    start_nginx proxy "    upstream zabbix { server ${rest%%/*}; keepalive 64; }
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            proxy_pass $scheme://zabbix;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }
+    }"
+    proxy_url="http://127.0.0.1:$port/${rest#*/}"
+}

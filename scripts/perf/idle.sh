@@ -65,30 +65,14 @@ measure "sidecar tools/list" "$sidecar_pid" "http://127.0.0.1:$port/mcp" "$work/
 if command -v nginx >/dev/null; then
     # The reference: a C server answering a POST of the same body with a 26 kB static
     # file (the size of a host_get {limit:100} answer from the 7.0 lab).
-    mkdir -p "$work/www" "$work/nginx"
+    mkdir -p "$work/www"
     head -c 26000 /dev/zero | tr '\0' 'x' >"$work/www/doc.json"
     nginx_port=$(free_port)
-    cat >"$work/nginx.conf" <<EOF
-daemon off;
-pid $work/nginx/nginx.pid;
-worker_processes 1;
-user root;
-error_log $work/nginx/error.log;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path $work/nginx/body;
-    server {
+    start_nginx static "    server {
         listen 127.0.0.1:$nginx_port;
         root $work/www;
         error_page 405 =200 \$uri;
-    }
-}
-EOF
-    nginx -c "$work/nginx.conf" -e "$work/nginx/error.log" &
-    pids+=($!)
-    for _ in $(seq 100); do [ -s "$work/nginx/nginx.pid" ] && pgrep -P "$(cat "$work/nginx/nginx.pid")" >/dev/null && break; sleep 0.1; done
-    worker=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -n 1)
-    measure "nginx, a static 26 kB file" "$worker" "http://127.0.0.1:$nginx_port/doc.json" "$work/list.json" 'xxxx'
+    }"
+    measure "nginx, a static 26 kB file" "$nginx_worker" "http://127.0.0.1:$nginx_port/doc.json" "$work/list.json" 'xxxx'
 fi
 echo "the hypervisor took $(steal_since "$snapshot") % of the machine's CPU time meanwhile (steal)"
