@@ -120,15 +120,19 @@ start_load_stub() {
     [ -n "$stub_url" ] || { echo "the stub did not start:" >&2; cat "$work/stub.log" >&2; exit 1; }
 }
 
-# start_nginx NAME HTTP_BLOCK: nginx (Debian's nginx-light) with one worker process, as the
-# sidecar runs one runtime thread, access log off, its files in $work/nginx-NAME;
-# HTTP_BLOCK is the rest of its http {} block. Sets nginx_worker, the worker's pid (what
-# perf stat counts); stopped on exit.
+# start_nginx NAME HTTP_BLOCK [COMMAND...]: nginx (Debian's nginx-light) with one worker
+# process, as the sidecar runs one runtime thread, access log off, its files in
+# $work/nginx-NAME; HTTP_BLOCK is the rest of its http {} block. With COMMAND (valgrind and
+# its options) nginx runs under it as one process, without a master. Sets nginx_worker,
+# the pid that serves (what perf stat or callgrind_control is given); stopped on exit.
 start_nginx() {
-    local dir=$work/nginx-$1
+    local dir=$work/nginx-$1 block=$2 main=
+    shift 2
+    [ $# -gt 0 ] && main="master_process off;"
     mkdir -p "$dir"
     cat >"$dir/nginx.conf" <<EOF
 daemon off;
+$main
 pid $dir/nginx.pid;
 worker_processes 1;
 user root;
@@ -138,24 +142,31 @@ http {
     access_log off;
     client_body_temp_path $dir/body;
     proxy_temp_path $dir/proxy;
-$2
+$block
 }
 EOF
-    nginx -c "$dir/nginx.conf" -e "$dir/error.log" &
-    pids+=($!)
+    "$@" nginx -c "$dir/nginx.conf" -e "$dir/error.log" >"$dir/out.log" 2>&1 &
+    local started=$!
+    pids+=("$started")
     nginx_worker=
-    for _ in $(seq 100); do
-        [ -s "$dir/nginx.pid" ] && nginx_worker=$(pgrep -P "$(cat "$dir/nginx.pid")" | head -n 1) && break
+    for _ in $(seq 300); do
+        if [ -s "$dir/nginx.pid" ]; then
+            if [ -n "$main" ]; then nginx_worker=$started; break; fi
+            nginx_worker=$(pgrep -P "$(cat "$dir/nginx.pid")" | head -n 1) && break
+        fi
+        kill -0 "$started" 2>/dev/null || break
         sleep 0.1
     done
-    [ -n "$nginx_worker" ] || { echo "nginx did not start: $(cat "$dir/error.log")" >&2; exit 1; }
+    [ -n "$nginx_worker" ] || { echo "nginx did not start: $(cat "$dir/error.log" "$dir/out.log")" >&2; exit 1; }
 }
 
-# start_nginx_proxy URL: the reference proxy, nginx forwarding each request as it came to
-# URL's server over keep-alive connections (as the sidecar keeps its own), on a port of its
-# own; sets proxy_url (URL's path on that port) and nginx_worker.
+# start_nginx_proxy URL [COMMAND...]: the reference proxy, nginx forwarding each request as
+# it came to URL's server over keep-alive connections (as the sidecar keeps its own), on a
+# port of its own (under COMMAND as start_nginx runs it); sets proxy_url (URL's path on
+# that port) and nginx_worker.
 start_nginx_proxy() {
     local scheme=${1%%://*} rest=${1#*://} port
+    shift
     port=$(free_port)
     start_nginx proxy "    upstream zabbix { server ${rest%%/*}; keepalive 64; }
     server {
@@ -165,6 +176,24 @@ start_nginx_proxy() {
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
         }
-    }"
+    }" "$@"
     proxy_url="http://127.0.0.1:$port/${rest#*/}"
+}
+
+# record_host_get BIN FRONTEND_URL ARGS OUT: writes to OUT the host.get body the sidecar
+# BIN sends to FRONTEND_URL for tools/call host_get ARGS (a throw-away sidecar behind
+# scripts/perf/stub_zabbix.py --forward, one call with $TOKEN), so that the reference
+# phases post exactly what the sidecar does.
+record_host_get() {
+    local forward_port port forward_pid
+    forward_port=$(free_port)
+    python3 scripts/perf/stub_zabbix.py --port "$forward_port" --forward "$2" --record "$4" 2>/dev/null &
+    forward_pid=$!
+    pids+=("$forward_pid")
+    port=$(free_port)
+    start_sidecar "$1" "http://127.0.0.1:$forward_port/api_jsonrpc.php" "$port" record
+    python3 scripts/perf/mcp_calls.py "127.0.0.1:$port" "$TOKEN" 1 --args "$3"
+    kill "$sidecar_pid" "$forward_pid"
+    wait "$sidecar_pid" "$forward_pid" 2>/dev/null || true
+    [ -s "$4" ] || { echo "no host.get recorded" >&2; exit 1; }
 }

@@ -62,14 +62,7 @@ printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"host_get
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' >"$work/list.json"
 
 # 1. Record the host.get the sidecar sends.
-record_port=$(free_port)
-python3 scripts/perf/stub_zabbix.py --port "$record_port" --forward "$ZBX_URL" --record "$work/host_get.json" 2>/dev/null &
-pids+=($!)
-port=$(free_port)
-start_sidecar "$BIN" "http://127.0.0.1:$record_port/api_jsonrpc.php" "$port" main
-KIND=mcp BODY_FILE=$work/call.json wrk -t1 -c1 -d1s -s scripts/perf/wrk.lua "http://127.0.0.1:$port/mcp" >/dev/null
-kill "$sidecar_pid"; wait "$sidecar_pid" 2>/dev/null || true
-[ -s "$work/host_get.json" ] || { echo "no host.get recorded" >&2; exit 1; }
+record_host_get "$BIN" "$ZBX_URL" '{"limit":100}' "$work/host_get.json"
 
 # 2. The measured sidecar, straight to Zabbix.
 port=$(free_port)
