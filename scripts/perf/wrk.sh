@@ -40,17 +40,26 @@ command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; e
 command -v nginx >/dev/null || PROXY=0
 . scripts/perf/common.sh
 against_lab
-# wrk_run KIND URL BODY CONNECTIONS [PID]: prints wrk's RESULT line, with PID also
+# The machine's busy CPU time so far (user, nice, system, irq, softirq; /proc/stat), ticks.
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+tck=$(getconf CLK_TCK)
+# wrk_run KIND URL BODY CONNECTIONS [PID]: prints wrk's RESULT line plus
+# machine_us_per_call, the CPU time of the whole machine meanwhile per answer (Zabbix's PHP
+# and PostgreSQL, the proxy if any, wrk itself, and whatever else runs), and with PID
 # cpu_us_per_call: that process's task clock meanwhile (perf stat, all its threads) per
 # answer. Stops the script when any answer was not a success (a figure over denials or
 # errors is not the call's cost). wrk's socket errors are not checked: it counts every
 # close of the lab's `php -S`, which closes each connection after its answer, as one.
 wrk_run() {
-    local threads=$(( $4 < 2 ? 1 : 2 )) result counted=()
+    local threads=$(( $4 < 2 ? 1 : 2 )) result counted=() busy
     [ -n "${5:-}" ] && counted=(perf stat -x, -e task-clock -o "$work/perf" -p "$5" --)
+    busy=$(busy_ticks)
     result=$(KIND=$1 BODY_FILE=$3 "${counted[@]}" wrk -t"$threads" -c"$4" -d"${DURATION}s" \
         --timeout 10s -s scripts/perf/wrk.lua "$2" | grep '^RESULT')
+    busy=$(( $(busy_ticks) - busy ))
     succeeded "$1 at $4 connections" "$result"
+    result+=$(awk -v t="$busy" -v h="$tck" -v n="$(field "$result" requests)" \
+        'BEGIN { printf " machine_us_per_call=%.0f", t / h * 1e6 / n }')
     if [ -n "${5:-}" ]; then
         result+=$(awk -F, -v n="$(field "$result" requests)" \
             '$3 == "task-clock" { printf " cpu_us_per_call=%.0f", $1 * 1000 / n }' "$work/perf")
@@ -96,6 +105,8 @@ compare() {
     rounds[$1 cpu_many]+=" $(field "$5" cpu_us_per_call)"
     rounds[$1 p50_added]+=" $(( $(field "$3" p50_us) - $(field "$2" p50_us) ))"
     rounds[$1 p99_added]+=" $(( $(field "$5" p99_us) - $(field "$4" p99_us) ))"
+    rounds[$1 machine1]+=" $(field "$3" machine_us_per_call)"
+    rounds[$1 machine_many]+=" $(field "$5" machine_us_per_call)"
 }
 # of WHO MEASURE [FORMAT]: the median of the rounds' figures.
 of() {
@@ -117,6 +128,8 @@ for round in $(seq "$ROUNDS"); do
     smany=$(sidecar_phase "$MANY" "$work/call.json")
     echo "sidecar host_get  c=$MANY: $smany"
     compare sidecar "$d1" "$s1" "$dmany" "$smany"
+    rounds[direct machine1]+=" $(field "$d1" machine_us_per_call)"
+    rounds[direct machine_many]+=" $(field "$dmany" machine_us_per_call)"
     if [ "$PROXY" = 1 ]; then
         pmany=$(wrk_run direct "$proxy_url" "$work/host_get.json" "$MANY" "$nginx_worker")
         echo "proxy   host.get  c=$MANY: $pmany"
@@ -136,9 +149,14 @@ echo "host_get calls/s / host.get calls/s at $MANY connections: $(of sidecar rps
 echo "added latency: p50 $(of sidecar p50_added %.0f) µs at 1 connection, p99 $(of sidecar p99_added %.0f) µs at $MANY"
 echo "sidecar CPU per host_get {limit:100}: $(of sidecar cpu1 %.0f) µs at 1 connection, $(of sidecar cpu_many %.0f) µs at $MANY"
 echo "sidecar CPU per tools/list: $(field "$l1" cpu_us_per_call) µs"
+echo "the machine's CPU per host.get straight to Zabbix: $(of direct machine1 %.0f) µs at 1 connection, $(of direct machine_many %.0f) µs at $MANY;" \
+    "through the sidecar: $(of sidecar machine1 %.0f) µs, $(of sidecar machine_many %.0f) µs"
+echo "the sidecar's CPU per call / the machine's per host.get straight to Zabbix:" \
+    "$(ratio "$(of sidecar cpu1)" "$(of direct machine1)") at 1 connection, $(ratio "$(of sidecar cpu_many)" "$(of direct machine_many)") at $MANY"
 if [ "$PROXY" = 1 ]; then
     echo "reference proxy (nginx), the same host.get: p50 ratio $(of proxy p50) at 1 connection, calls/s ratio $(of proxy rps) at $MANY;" \
         "added latency p50 $(of proxy p50_added %.0f) µs at 1, p99 $(of proxy p99_added %.0f) µs at $MANY;" \
-        "CPU per host.get $(of proxy cpu1 %.0f) µs at 1 connection, $(of proxy cpu_many %.0f) µs at $MANY"
+        "CPU per host.get $(of proxy cpu1 %.0f) µs at 1 connection, $(of proxy cpu_many %.0f) µs at $MANY;" \
+        "the machine's CPU per call through it $(of proxy machine1 %.0f) µs, $(of proxy machine_many %.0f) µs"
     echo "sidecar CPU / proxy CPU per call at 1 connection: $(of sidecar over_proxy)"
 fi
