@@ -49,6 +49,24 @@ succeeded() {
     exit 1
 }
 
+# wrk_phase KIND BODY THREADS CONNECTIONS SECS URL [PID]: one run of scripts/perf/wrk.lua
+# (KIND and BODY_FILE as it reads them; PAUSE_MS and OK_MARKER pass through from the
+# caller's environment), printing its RESULT line; with PID also cpu_us_per_call, that
+# process's task clock meanwhile (perf stat, all its threads) per answer. Stops the script
+# when any answer was not a success (succeeded).
+wrk_phase() {
+    local result counted=()
+    [ -n "${7:-}" ] && counted=(perf stat -x, -e task-clock -o "$work/perf" -p "$7" --)
+    result=$(KIND=$1 BODY_FILE=$2 "${counted[@]}" wrk -t"$3" -c"$4" -d"$5s" --timeout 10s \
+        -s scripts/perf/wrk.lua "$6" | grep '^RESULT')
+    succeeded "$1 to $6 at $4 connections" "$result"
+    if [ -n "${7:-}" ]; then
+        result+=$(awk -F, -v n="$(field "$result" requests)" \
+            '$3 == "task-clock" { printf " cpu_us_per_call=%.0f", $1 * 1000 / n }' "$work/perf")
+    fi
+    echo "$result"
+}
+
 # For the scripts that drive the lab: reads the lab's env file $ENV (ZBX_URL, ZBX_TOKEN;
 # TOKEN for wrk.lua) and makes the scratch directory (scratch, below).
 against_lab() {

@@ -16,6 +16,7 @@
 # plain binary back); nginx (Debian's nginx-light) for the reference rows, which are left
 # out without it.
 set -euo pipefail
+shopt -s inherit_errexit # a failed phase inside $(…) stops the script too
 cd "$(dirname "$0")/../.."
 target=${CARGO_TARGET_DIR:-target}
 BIN=${BIN:-$target/release/zabbix-mcp-guard}
@@ -36,18 +37,11 @@ printf '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' >"$work/list
 
 # measure NAME PID URL BODY OK_MARKER: one line per pause.
 measure() {
-    local line pause
+    local line pause result
     line=$(printf '%-30s' "$1")
     for pause in $PAUSES; do
-        perf stat -x, -e task-clock -o "$work/perf" -p "$2" -- \
-            env PAUSE_MS="$pause" KIND=mcp BODY_FILE="$4" OK_MARKER="$5" \
-            wrk -t1 -c1 -d"${SECS}s" --timeout 10s -s scripts/perf/wrk.lua "$3" >"$work/wrk"
-        local result requests msec
-        result=$(grep '^RESULT' "$work/wrk")
-        succeeded "$1" "$result"
-        requests=$(field "$result" requests)
-        msec=$(awk -F, '$3 == "task-clock" { print $1 }' "$work/perf")
-        line+=$(awk -v m="$msec" -v n="$requests" 'BEGIN { printf "%10.0f", m * 1000 / n }')
+        result=$(PAUSE_MS=$pause OK_MARKER=$5 wrk_phase mcp "$4" 1 1 "$SECS" "$3" "$2")
+        line+=$(printf '%10s' "$(field "$result" cpu_us_per_call)")
     done
     echo "$line"
 }

@@ -28,14 +28,8 @@ start_sidecar "$BIN" "$stub_url" "$one" one
 two=$(free_port)
 start_sidecar "$BIN" "$stub_url" "$two" two
 
-# run KIND BODY THREADS CONNECTIONS URL: wrk's RESULT line; stops on any failed answer.
-run() {
-    local result
-    result=$(KIND=$1 BODY_FILE=$2 wrk -t"$3" -c"$4" -d"${SECS}s" --timeout 10s \
-        -s scripts/perf/wrk.lua "$5" | grep '^RESULT')
-    succeeded "$1 at $4 connections" "$result"
-    echo "$result"
-}
+# run KIND BODY THREADS CONNECTIONS URL: wrk_phase's RESULT line for SECS seconds.
+run() { wrk_phase "$1" "$2" "$3" "$4" "$SECS" "$5"; }
 
 echo "64 connections against the stub, ${SECS}s per phase, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do

@@ -43,27 +43,19 @@ against_lab
 # The machine's busy CPU time so far (user, nice, system, irq, softirq; /proc/stat), ticks.
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 tck=$(getconf CLK_TCK)
-# wrk_run KIND URL BODY CONNECTIONS [PID]: prints wrk's RESULT line plus
-# machine_us_per_call, the CPU time of the whole machine meanwhile per answer (Zabbix's PHP
-# and PostgreSQL, the proxy if any, wrk itself, and whatever else runs), and with PID
-# cpu_us_per_call: that process's task clock meanwhile (perf stat, all its threads) per
-# answer. Stops the script when any answer was not a success (a figure over denials or
-# errors is not the call's cost). wrk's socket errors are not checked: it counts every
-# close of the lab's `php -S`, which closes each connection after its answer, as one.
+# wrk_run KIND URL BODY CONNECTIONS [PID]: wrk_phase's RESULT line (with PID, the
+# process's cpu_us_per_call) plus machine_us_per_call, the CPU time of the whole machine
+# meanwhile per answer (Zabbix's PHP and PostgreSQL, the proxy if any, wrk itself, and
+# whatever else runs). Any answer that is not a success stops the script (a figure over
+# denials or errors is not the call's cost). wrk's socket errors are not checked: it counts
+# every close of the lab's `php -S`, which closes each connection after its answer, as one.
 wrk_run() {
-    local threads=$(( $4 < 2 ? 1 : 2 )) result counted=() busy
-    [ -n "${5:-}" ] && counted=(perf stat -x, -e task-clock -o "$work/perf" -p "$5" --)
+    local result busy
     busy=$(busy_ticks)
-    result=$(KIND=$1 BODY_FILE=$3 "${counted[@]}" wrk -t"$threads" -c"$4" -d"${DURATION}s" \
-        --timeout 10s -s scripts/perf/wrk.lua "$2" | grep '^RESULT')
+    result=$(wrk_phase "$1" "$3" $(( $4 < 2 ? 1 : 2 )) "$4" "$DURATION" "$2" "${5:-}")
     busy=$(( $(busy_ticks) - busy ))
-    succeeded "$1 at $4 connections" "$result"
     result+=$(awk -v t="$busy" -v h="$tck" -v n="$(field "$result" requests)" \
         'BEGIN { printf " machine_us_per_call=%.0f", t / h * 1e6 / n }')
-    if [ -n "${5:-}" ]; then
-        result+=$(awk -F, -v n="$(field "$result" requests)" \
-            '$3 == "task-clock" { printf " cpu_us_per_call=%.0f", $1 * 1000 / n }' "$work/perf")
-    fi
     echo "$result"
 }
 
