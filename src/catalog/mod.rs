@@ -333,9 +333,21 @@ impl ResourceKind {
     }
 
     pub fn uri(self, id: &str) -> String {
-        format!("zabbix://{}/{}", self.as_str(), id)
+        let mut uri = String::with_capacity(32 + id.len());
+        self.push_uri(&mut uri, id);
+        uri
+    }
+
+    /// Appends the resource URI for `id` (`zabbix://<kind>/<id>`).
+    pub fn push_uri(self, out: &mut String, id: &str) {
+        out.push_str(URI_SCHEME);
+        out.push_str(self.as_str());
+        out.push('/');
+        out.push_str(id);
     }
 }
+
+const URI_SCHEME: &str = "zabbix://";
 
 impl Effect {
     /// Sets a state; setting it again changes nothing (acknowledge, update).

@@ -142,10 +142,13 @@ pub async fn decide_call(
     let exposed_name = call.request.name.as_ref();
     let targets = match Ask::of(def, &arguments.0) {
         None => None,
-        Some(ask) => match app
-            .targets
-            .resolve(&app.zabbix, &caller.token, version, ask)
-            .await
+        // Boxed: only writes resolve targets, and the resolution's future (8 kB) would
+        // otherwise be room in every call's future, reads' too, copied with it.
+        Some(ask) => match Box::pin(
+            app.targets
+                .resolve(&app.zabbix, &caller.token, version, ask),
+        )
+        .await
         {
             Ok(targets) => Some(Targets::clone(&targets)),
             Err(error) => {

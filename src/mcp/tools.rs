@@ -187,7 +187,8 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             input: &input,
             version,
         };
-        write::call(app, write).await.map(|written| {
+        // Boxed, as a write's future (7 kB) would otherwise be room in every call's.
+        Box::pin(write::call(app, write)).await.map(|written| {
             let summary = match &written {
                 Written::Done(_) => json!({"ok": true}),
                 Written::Pending(_) => json!({"ok": false, "sent": false, "pending": "approval"}),
@@ -253,7 +254,7 @@ async fn call_read(
     for record in &mut records {
         record.shape(query.selects, shape.id_field, resource, version);
     }
-    let envelope = response::envelope(&records, arguments.limit(), app.config.max_response_size)?;
+    let envelope = response::envelope(&records, arguments.limit(), app.config.max_response_size);
     tracing::debug!(
         gen_ai.tool.name = def.name,
         count = envelope.count,

@@ -29,8 +29,6 @@ pub struct Envelope {
 pub enum ResponseError {
     #[error("cannot serialize a result: {0}")]
     Serialize(#[from] serde_json::Error),
-    #[error("a serialized result is not UTF-8: {0}")]
-    NotUtf8(std::str::Utf8Error),
 }
 
 impl Envelope {
@@ -51,27 +49,23 @@ impl TruncatedBy {
 
 /// Builds the envelope from Zabbix's records (asked with `limit + 1`, so `records.len() >
 /// limit` means more exist).
-pub fn envelope(
-    records: &[Record<'_>],
-    limit: u32,
-    max_size: usize,
-) -> Result<Envelope, ResponseError> {
+pub fn envelope(records: &[Record<'_>], limit: u32, max_size: usize) -> Envelope {
     let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
     let more_than_limit = records.len() > limit_len;
     // The envelope around the results, at its largest, counts toward the limit too.
     let shown = records.len().min(limit_len);
-    let frame = frame_text(limit, shown, Some(TruncatedBy::Size), shown, max_size)?.len();
+    let frame = frame_text(limit, shown, Some(TruncatedBy::Size), shown, max_size).len();
     // Records are written straight into the text; one that would cross the size limit is
     // cut off again, so the limit is checked on exactly the bytes sent.
-    let mut text = Vec::with_capacity(max_size.min(1 << 20));
-    text.extend_from_slice(b"{\"results\":[");
+    let mut text = String::with_capacity(max_size.min(1 << 20));
+    text.push_str("{\"results\":[");
     let start = text.len();
     let mut kept = 0usize;
     let mut truncated_by = None;
     for record in records.iter().take(limit_len) {
         let mark = text.len();
         if kept > 0 {
-            text.push(b',');
+            text.push(',');
         }
         record.write(&mut text);
         if frame + text.len() - start > max_size {
@@ -85,33 +79,65 @@ pub fn envelope(
         truncated_by = Some(TruncatedBy::Count);
     }
     let count = kept;
-    let tail = frame_text(limit, count, truncated_by, count, max_size)?;
-    text.push(b']');
-    text.extend_from_slice(tail.as_bytes());
-    // serde_json writes UTF-8 only; checked anyway rather than assumed.
-    let text = String::from_utf8(text).map_err(|e| ResponseError::NotUtf8(e.utf8_error()))?;
-    Ok(Envelope {
+    text.push(']');
+    text.push_str(&frame_text(limit, count, truncated_by, count, max_size));
+    Envelope {
         text,
         count,
         truncated_by,
-    })
+    }
 }
 
 /// Everything after the results array: `,"count":…,"truncated":…,"truncated_by":…,"limit":…,"note":…}`.
+/// Written by hand rather than by `format!`: every read pays for it twice.
 fn frame_text(
     limit: u32,
     count: usize,
     truncated_by: Option<TruncatedBy>,
     kept: usize,
     max_size: usize,
-) -> Result<String, ResponseError> {
+) -> String {
     let note = truncated_by.map(|by| note(by, limit, kept, max_size));
-    Ok(format!(
-        ",\"count\":{count},\"truncated\":{},\"truncated_by\":{},\"limit\":{limit},\"note\":{}}}",
-        truncated_by.is_some(),
-        serde_json::to_string(&truncated_by.map(TruncatedBy::as_str))?,
-        serde_json::to_string(&note)?,
-    ))
+    let mut text = String::with_capacity(96 + note.as_ref().map_or(0, String::len));
+    text.push_str(",\"count\":");
+    push_number(&mut text, u64::try_from(count).unwrap_or(u64::MAX));
+    text.push_str(match truncated_by {
+        Some(TruncatedBy::Count) => ",\"truncated\":true,\"truncated_by\":\"count\"",
+        Some(TruncatedBy::Size) => ",\"truncated\":true,\"truncated_by\":\"size\"",
+        None => ",\"truncated\":false,\"truncated_by\":null",
+    });
+    text.push_str(",\"limit\":");
+    push_number(&mut text, u64::from(limit));
+    text.push_str(",\"note\":");
+    match note {
+        // Our own text: no quote, backslash or control character to escape.
+        Some(note) => {
+            text.push('"');
+            text.push_str(&note);
+            text.push('"');
+        }
+        None => text.push_str("null"),
+    }
+    text.push('}');
+    text
+}
+
+/// Appends `n` in decimal.
+fn push_number(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b"0123456789"[usize::try_from(rest % 10).unwrap_or(0)];
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
 }
 
 fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
@@ -129,7 +155,7 @@ fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Record, TruncatedBy, envelope};
+    use super::{Record, TruncatedBy, envelope, frame_text, note, push_number};
     use crate::zabbix::raw::{self, RawReply};
     use serde_json::{Value, json};
 
@@ -151,7 +177,7 @@ mod tests {
 
     #[test]
     fn not_truncated() {
-        let e = envelope(&records(&answer(3, 1)), 5, 65536).unwrap();
+        let e = envelope(&records(&answer(3, 1)), 5, 65536);
         assert_eq!(e.truncated_by, None);
         let v: Value = serde_json::from_str(&e.text).unwrap();
         assert_eq!(v, e.value().unwrap());
@@ -162,7 +188,7 @@ mod tests {
 
     #[test]
     fn truncated_by_count() {
-        let e = envelope(&records(&answer(4, 1)), 3, 65536).unwrap();
+        let e = envelope(&records(&answer(4, 1)), 3, 65536);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Count));
         assert_eq!(e.value().unwrap()["count"], 3);
         assert_eq!(e.value().unwrap()["results"][2]["id"], "2");
@@ -177,7 +203,7 @@ mod tests {
     #[test]
     fn truncated_by_size_between_results_only() {
         let max = 16 * 1024;
-        let e = envelope(&records(&answer(100, 1000)), 100, max).unwrap();
+        let e = envelope(&records(&answer(100, 1000)), 100, max);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
         assert!(e.text.len() <= max, "{} > {max}", e.text.len());
         let v: Value = serde_json::from_str(&e.text).unwrap();
@@ -193,8 +219,32 @@ mod tests {
 
     #[test]
     fn first_record_too_big() {
-        let e = envelope(&records(&answer(2, 20_000)), 10, 16 * 1024).unwrap();
+        let e = envelope(&records(&answer(2, 20_000)), 10, 16 * 1024);
         assert_eq!(e.count, 0);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
+    }
+
+    /// The hand-written frame is what serde_json writes for the same fields.
+    #[test]
+    fn frame_text_is_serde_json_text() {
+        for by in [None, Some(TruncatedBy::Count), Some(TruncatedBy::Size)] {
+            for (limit, count) in [(0, 0), (100, 7), (u32::MAX, 1000)] {
+                let expected = json!({
+                    "count": count,
+                    "truncated": by.is_some(),
+                    "truncated_by": by.map(TruncatedBy::as_str),
+                    "limit": limit,
+                    "note": by.map(|by| note(by, limit, count, 65536)),
+                })
+                .to_string();
+                let text = frame_text(limit, count, by, count, 65536);
+                assert_eq!(text, format!(",{}", &expected[1..]));
+            }
+        }
+        for n in [0, 9, 10, 4_294_967_296, u64::MAX] {
+            let mut text = String::new();
+            push_number(&mut text, n);
+            assert_eq!(text, n.to_string());
+        }
     }
 }

@@ -23,11 +23,19 @@ pub enum Record<'a> {
 
 #[derive(Debug)]
 pub struct Member<'a> {
-    /// The key as Zabbix wrote it (quotes included), or one of ours.
-    quoted: Cow<'a, str>,
+    key: Key<'a>,
     name: Cow<'a, str>,
     /// The value's JSON text.
     value: Cow<'a, str>,
+}
+
+/// How a member's key is written.
+#[derive(Debug)]
+enum Key<'a> {
+    /// As Zabbix wrote it, quotes included.
+    Zabbix(&'a str),
+    /// One of ours (a renamed select, `uri`): plain ASCII, written between quotes.
+    Ours(&'static str),
 }
 
 impl<'a> Record<'a> {
@@ -46,7 +54,7 @@ impl<'a> Record<'a> {
             match members.iter_mut().find(|m| m.name == name) {
                 Some(member) => member.value = Cow::Borrowed(value),
                 None => members.push(Member {
-                    quoted: Cow::Borrowed(quoted),
+                    key: Key::Zabbix(quoted),
                     name,
                     value: Cow::Borrowed(value),
                 }),
@@ -78,29 +86,35 @@ impl<'a> Record<'a> {
             && let Some(id) = members
                 .iter()
                 .find(|m| m.name == id_field && m.value.starts_with('"'))
-                .map(|m| raw::unquote(&m.value).into_owned())
+                .map(|m| m.value.as_ref())
         {
-            // A String always serializes.
-            let uri = serde_json::to_string(&kind.uri(&id)).unwrap_or_default();
+            let uri = uri_text(kind, id);
             insert(members, "uri", Cow::Owned(uri));
         }
     }
 
     /// Appends the record's JSON text.
-    pub fn write(&self, out: &mut Vec<u8>) {
+    pub fn write(&self, out: &mut String) {
         match self {
-            Record::Other(text) => out.extend_from_slice(text.as_bytes()),
+            Record::Other(text) => out.push_str(text),
             Record::Object(members) => {
-                out.push(b'{');
+                out.push('{');
                 for (i, member) in members.iter().enumerate() {
                     if i > 0 {
-                        out.push(b',');
+                        out.push(',');
                     }
-                    out.extend_from_slice(member.quoted.as_bytes());
-                    out.push(b':');
-                    out.extend_from_slice(member.value.as_bytes());
+                    match member.key {
+                        Key::Zabbix(quoted) => out.push_str(quoted),
+                        Key::Ours(name) => {
+                            out.push('"');
+                            out.push_str(name);
+                            out.push('"');
+                        }
+                    }
+                    out.push(':');
+                    out.push_str(&member.value);
                 }
-                out.push(b'}');
+                out.push('}');
             }
         }
     }
@@ -111,16 +125,34 @@ fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: Cow<'a, 
     match members.iter_mut().find(|m| m.name == name) {
         Some(member) => member.value = value,
         None => members.push(Member {
-            quoted: Cow::Owned(format!("\"{name}\"")),
+            key: Key::Ours(name),
             name: Cow::Borrowed(name),
             value,
         }),
     }
 }
 
+/// The JSON text of the resource URI for `id` (a JSON string's text). An id without
+/// escapes is copied as it is: serde_json would write it unchanged, as a JSON string
+/// holds no raw quote or control character. One with escapes is decoded and written again.
+fn uri_text(kind: ResourceKind, id: &str) -> String {
+    match raw::unquote(id) {
+        Cow::Borrowed(plain) => {
+            let mut text = String::with_capacity(plain.len() + 32);
+            text.push('"');
+            kind.push_uri(&mut text, plain);
+            text.push('"');
+            text
+        }
+        // A String always serializes.
+        Cow::Owned(decoded) => serde_json::to_string(&kind.uri(&decoded)).unwrap_or_default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Record;
+    use super::{Record, uri_text};
+    use crate::catalog::ResourceKind;
     use crate::catalog::{self, args, params};
     use crate::zabbix::{ZabbixVersion, raw};
     use serde_json::Value;
@@ -151,13 +183,27 @@ mod tests {
             for (record, value) in records.iter_mut().zip(&mut values) {
                 record.shape(query.selects, shape.id_field, resource, version);
                 params::shape_record(value, query.selects, shape.id_field, resource, version);
-                let mut text = Vec::new();
+                let mut text = String::new();
                 record.write(&mut text);
-                assert_eq!(
-                    String::from_utf8(text).unwrap(),
-                    serde_json::to_string(value).unwrap(),
-                    "{version}"
-                );
+                assert_eq!(text, serde_json::to_string(value).unwrap(), "{version}");
+            }
+        }
+    }
+
+    /// An id with or without escapes gives the URI text serde_json writes for it.
+    #[test]
+    fn uri_text_is_serde_json_text() {
+        for id in [
+            r#""10084""#,
+            r#""10\u0030""#,
+            r#""a\"b\\c""#,
+            r#""é/ü""#,
+            r#""""#,
+        ] {
+            let decoded: String = serde_json::from_str(id).unwrap();
+            for kind in ResourceKind::ALL {
+                let expected = serde_json::to_string(&kind.uri(&decoded)).unwrap();
+                assert_eq!(uri_text(kind, id), expected, "{id}");
             }
         }
     }
