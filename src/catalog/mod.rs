@@ -345,6 +345,13 @@ impl ResourceKind {
         out.push('/');
         out.push_str(id);
     }
+
+    /// The kind and the id text of a `zabbix://<kind>/<id>` URI ([`push_uri`](Self::push_uri)
+    /// read back); the id is not checked.
+    pub fn of_uri(uri: &str) -> Option<(ResourceKind, &str)> {
+        let (kind, id) = uri.strip_prefix(URI_SCHEME)?.split_once('/')?;
+        Some((ResourceKind::parse(kind)?, id))
+    }
 }
 
 const URI_SCHEME: &str = "zabbix://";

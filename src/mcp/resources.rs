@@ -46,7 +46,7 @@ pub fn templates(app: &App, tools: &ToolList, subject: &Subject) -> ListResource
             continue;
         }
         out.push(
-            ResourceTemplate::new(format!("zabbix://{}/{{id}}", kind.as_str()), kind.as_str())
+            ResourceTemplate::new(kind.uri("{id}"), kind.as_str())
                 .with_description(resource.description)
                 .with_mime_type(JSON),
         );
@@ -148,9 +148,7 @@ fn equivalent_arguments(
 }
 
 fn parse(uri: &str) -> Option<(ResourceKind, &str)> {
-    let rest = uri.strip_prefix("zabbix://")?;
-    let (kind, id) = rest.split_once('/')?;
-    let kind = ResourceKind::parse(kind)?;
+    let (kind, id) = ResourceKind::of_uri(uri)?;
     let valid = !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit());
     valid.then_some((kind, id))
 }
