@@ -22,9 +22,14 @@ use serde_json::{Value, json};
 use crate::server::routes::{Body, json_response};
 use crate::swar;
 
-/// The keys the placeholders are looked for under: `"text":"…` and
+/// What surrounds each placeholder's nonce in rmcp's JSON: `"text":"…` and
 /// `"structuredContent":{"…` cannot occur inside a JSON string (its quotes would be
 /// escaped), only as rmcp's fields.
+const TEXT_BEFORE: &[u8] = b"\"text\":\"zabbix-mcp-guard-text-";
+const TEXT_AFTER: &[u8] = b"\"";
+const STRUCTURED_BEFORE: &[u8] = b"\"structuredContent\":{\"zabbix-mcp-guard-structured\":\"";
+const STRUCTURED_AFTER: &[u8] = b"\"}";
+/// The fields the document is written under.
 const TEXT_FIELD: &[u8] = b"\"text\":";
 const STRUCTURED_FIELD: &[u8] = b"\"structuredContent\":";
 
@@ -118,52 +123,60 @@ impl Splice {
 }
 
 /// `body` with `"text":"<text placeholder>"` turned into the escaped document and
-/// `"structuredContent":<placeholder>` (if present) into the document.
+/// `"structuredContent":<placeholder>` (if present) into the document. The nonce is looked
+/// for once: it must occur in the text placeholder and then at most in the structured one
+/// (rmcp writes the structured content after the content), and nowhere else.
 fn splice(body: &[u8], filled: &Filled) -> Spliced {
     let nonce = filled.nonce.as_bytes();
-    let text_pattern = [TEXT_FIELD, b"\"", TEXT_PREFIX.as_bytes(), nonce, b"\""].concat();
-    let Some(text_at) = memmem::find(body, &text_pattern) else {
-        return match memmem::find(body, nonce) {
-            Some(_) => Spliced::Failed,
-            None => Spliced::Absent,
-        };
+    let mut found = memmem::find_iter(body, nonce);
+    let Some(text) = found.next() else {
+        return Spliced::Absent;
     };
-    let after_text = text_at + text_pattern.len();
-    let structured = json!({ STRUCTURED_KEY: filled.nonce }).to_string();
-    let structured_pattern = [STRUCTURED_FIELD, structured.as_bytes()].concat();
-    // rmcp writes the structured content after the text content: search from the end.
-    let structured_at =
-        memmem::rfind(&body[after_text..], &structured_pattern).map(|at| after_text + at);
-    // rmcp's own parts, between and around the placeholders, never hold the nonce.
-    let (middle, tail) = match structured_at {
-        Some(at) => (
-            &body[after_text..at],
-            &body[at + structured_pattern.len()..],
-        ),
-        None => (&body[after_text..], &b""[..]),
+    let Some(text) = placeholder(body, text, nonce.len(), TEXT_BEFORE, TEXT_AFTER) else {
+        return Spliced::Failed;
     };
-    let head = &body[..text_at];
-    if [head, middle, tail]
-        .iter()
-        .any(|part| memmem::find(part, nonce).is_some())
-    {
+    let structured = match found.next() {
+        Some(at) => match placeholder(body, at, nonce.len(), STRUCTURED_BEFORE, STRUCTURED_AFTER) {
+            Some(range) if range.start >= text.end => Some(range),
+            _ => return Spliced::Failed,
+        },
+        None => None,
+    };
+    if found.next().is_some() {
         return Spliced::Failed;
     }
     let document = filled.document.as_bytes();
     // The escaped text (at most twice the document, and a word of slack) and the document.
     let mut out = Vec::with_capacity(body.len() + document.len() * 3 + 10);
-    out.extend_from_slice(head);
+    out.extend_from_slice(&body[..text.start]);
     out.extend_from_slice(TEXT_FIELD);
     if !push_json_string(&mut out, &filled.document) {
         return Spliced::Failed;
     }
-    out.extend_from_slice(middle);
-    if structured_at.is_some() {
-        out.extend_from_slice(STRUCTURED_FIELD);
-        out.extend_from_slice(document);
-        out.extend_from_slice(tail);
+    match structured {
+        Some(structured) => {
+            out.extend_from_slice(&body[text.end..structured.start]);
+            out.extend_from_slice(STRUCTURED_FIELD);
+            out.extend_from_slice(document);
+            out.extend_from_slice(&body[structured.end..]);
+        }
+        None => out.extend_from_slice(&body[text.end..]),
     }
     Spliced::Done(Bytes::from(out))
+}
+
+/// The placeholder around the nonce found at `at`: `before`, the nonce, `after`.
+fn placeholder(
+    body: &[u8],
+    at: usize,
+    nonce_len: usize,
+    before: &[u8],
+    after: &[u8],
+) -> Option<std::ops::Range<usize>> {
+    let start = at.checked_sub(before.len())?;
+    let end = at + nonce_len + after.len();
+    let whole = body.get(start..end)?;
+    (whole.starts_with(before) && whole.ends_with(after)).then_some(start..end)
 }
 
 /// Appends `text` as a JSON string, quotes included, escaped exactly as serde_json escapes

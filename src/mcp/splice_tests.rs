@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{Filled, Spliced, push_json_string, splice};
+use super::{Filled, Splice, Spliced, push_json_string, splice};
 
 fn filled(document: &str) -> Filled {
     Filled {
@@ -133,4 +133,26 @@ fn a_body_without_placeholders_passes_and_a_misplaced_one_fails() {
         Some(json!({"x": "0123abcd"})),
     );
     assert!(matches!(splice(&v, &filled), Spliced::Failed));
+    // The nonce in rmcp's own parts (a request id the client chose).
+    let mut v: Value =
+        serde_json::from_slice(&body("zabbix-mcp-guard-text-0123abcd", None)).unwrap();
+    v["id"] = json!("0123abcd");
+    assert!(matches!(
+        splice(&serde_json::to_vec(&v).unwrap(), &filled),
+        Spliced::Failed
+    ));
+}
+
+/// The placeholders `fill` hands out are the ones `splice` looks for, once rmcp wrote them.
+#[test]
+fn placeholders_from_fill_are_found() {
+    let slot = Splice::default();
+    let placeholders = slot.fill(r#"{"count":0}"#.into()).ok().unwrap();
+    let filled = slot.slot.lock().unwrap().take().unwrap();
+    let v = done(splice(
+        &body(&placeholders.text, Some(placeholders.structured)),
+        &filled,
+    ));
+    assert_eq!(v["result"]["content"][0]["text"], r#"{"count":0}"#);
+    assert_eq!(v["result"]["structuredContent"], json!({"count": 0}));
 }
