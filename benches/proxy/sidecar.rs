@@ -119,9 +119,9 @@ pub fn host_get_body(app: &App, version: ZabbixVersion) -> Bytes {
         catalog::args::validate(tool, raw.as_object(), version, now).expect("valid arguments");
     catalog::args::enforce_limits(tool, &args, &catalog::args::Limits::default(), now)
         .expect("within limits");
-    let params = catalog::params::read_params(tool, query, &args, version);
+    let params = catalog::params::read_params(tool, query, &args, version).expect("params");
     app.zabbix
-        .payload(Method::HostGet, &params)
+        .payload_text(Method::HostGet, params)
         .expect("payload")
         .body
 }

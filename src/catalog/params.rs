@@ -8,6 +8,7 @@ use crate::catalog::{
     WriteRequest,
 };
 use crate::zabbix::ZabbixVersion;
+use crate::zabbix::params_text::{ObjectWriter, ParamsText};
 
 /// The output fields and ID field in effect for these arguments.
 pub struct Shape {
@@ -35,65 +36,68 @@ pub fn shape(query: &Query, args: &Arguments) -> Shape {
     }
 }
 
-/// The request parameters of a read tool call. `limit` is one more than asked, so that a
-/// full page tells us that more results exist.
+/// The request parameters of a read tool call, as JSON text (they are sent once and never
+/// read again). `limit` is one more than asked, so that a full page tells us that more
+/// results exist. Members are written in a fixed order; a tool's keys never repeat
+/// (`read_keys_are_distinct`).
 pub fn read_params(
     tool: &ToolDef,
     query: &Query,
     args: &Arguments,
     version: ZabbixVersion,
-) -> Value {
-    let mut params = Map::new();
-    params.insert("output".into(), json!(shape(query, args).output));
-    let mut filter = Map::new();
-    let mut search = Map::new();
+) -> Result<ParamsText, serde_json::Error> {
+    let mut params = ObjectWriter::new();
+    params.member("output", shape(query, args).output)?;
+    let mut filter = ObjectWriter::new();
+    let mut search = ObjectWriter::new();
+    // Without a `*` Zabbix matches anywhere in the field; with one, the pattern must
+    // match the whole field, so wildcards are switched on only when used.
+    let mut wildcard = false;
     for def in tool.args {
         let Some(value) = args.get(def.name) else {
             continue;
         };
         match def.maps_to {
-            Mapping::Param(name) => {
-                params.insert(name.into(), enum_number(def, value));
-            }
-            Mapping::Filter(field) => {
-                filter.insert(field.into(), value.clone());
-            }
+            Mapping::Param(name) => match enum_number(def, value) {
+                Some(number) => params.member(name, &number)?,
+                None => params.member(name, value)?,
+            },
+            Mapping::Filter(field) => filter.member(field, value)?,
             Mapping::Search(fields) => {
+                wildcard |= value.as_str().is_some_and(|s| s.contains('*'));
                 for field in fields {
-                    search.insert((*field).into(), value.clone());
+                    search.member(field, value)?;
                 }
             }
-            Mapping::Limit => {
-                params.insert("limit".into(), json!(args.limit() + 1));
-            }
+            Mapping::Limit => params.member("limit", &(args.limit() + 1))?,
             // Write-tool mappings; no read tool uses them.
             Mapping::Objects { .. } | Mapping::ActionParam { .. } | Mapping::Whole => {}
         }
     }
     if !filter.is_empty() {
-        params.insert("filter".into(), Value::Object(filter));
+        params.object("filter", filter.finish())?;
     }
     if !search.is_empty() {
-        // Without a `*` Zabbix matches anywhere in the field; with one, the pattern must
-        // match the whole field, so wildcards are switched on only when used.
-        let wildcard = search
-            .values()
-            .any(|v| v.as_str().is_some_and(|s| s.contains('*')));
-        params.insert("searchByAny".into(), Value::Bool(true));
+        params.member("searchByAny", &true)?;
         if wildcard {
-            params.insert("searchWildcardsEnabled".into(), Value::Bool(true));
+            params.member("searchWildcardsEnabled", &true)?;
         }
-        params.insert("search".into(), Value::Object(search));
+        params.object("search", search.finish())?;
     }
-    add_selects(&mut params, query.selects, version);
+    for select in query.selects {
+        params.member(select.param.param_name(version), select.fields)?;
+    }
+    if limits_selects(query.selects) {
+        params.member("limitSelects", &LIMIT_SELECTS)?;
+    }
     for flag in query.flags {
-        params.insert((*flag).into(), Value::Bool(true));
+        params.member(flag, &true)?;
     }
-    params.insert("sortfield".into(), json!(query.sort.fields));
+    params.member("sortfield", query.sort.fields)?;
     if query.sort.descending {
-        params.insert("sortorder".into(), json!("DESC"));
+        params.member("sortorder", "DESC")?;
     }
-    Value::Object(params)
+    Ok(params.finish())
 }
 
 /// The request parameters of a write tool call, from arguments that `args::validate`
@@ -182,22 +186,24 @@ fn add_selects(params: &mut Map<String, Value>, selects: &[Select], version: Zab
             json!(select.fields),
         );
     }
-    if selects
-        .iter()
-        .any(|s| s.param == crate::catalog::SelectParam::Fixed("selectTriggers"))
-    {
+    if limits_selects(selects) {
         params.insert("limitSelects".into(), json!(LIMIT_SELECTS));
     }
 }
 
+/// Zabbix refuses `limitSelects` where it does not apply: only with `selectTriggers`.
+fn limits_selects(selects: &[Select]) -> bool {
+    selects
+        .iter()
+        .any(|s| s.param == crate::catalog::SelectParam::Fixed("selectTriggers"))
+}
+
 /// Enum arguments travel to Zabbix as numbers (history type names, for one).
-fn enum_number(def: &crate::catalog::ArgDef, value: &Value) -> Value {
-    if let (crate::catalog::ArgType::Enum(values), Some(name)) = (&def.ty, value.as_str())
-        && let Some(e) = values.iter().find(|e| e.name == name)
-    {
-        return Value::from(e.number);
-    }
-    value.clone()
+fn enum_number(def: &crate::catalog::ArgDef, value: &Value) -> Option<i64> {
+    let (crate::catalog::ArgType::Enum(values), Some(name)) = (&def.ty, value.as_str()) else {
+        return None;
+    };
+    values.iter().find(|e| e.name == name).map(|e| e.number)
 }
 
 /// Renames version-specific keys to the agent-facing ones and adds `uri`.
@@ -229,7 +235,7 @@ pub fn shape_record(
 #[cfg(test)]
 mod tests {
     use super::{read_params, resource_params};
-    use crate::catalog::{args, find};
+    use crate::catalog::{Mapping, args, find};
     use crate::zabbix::ZabbixVersion;
     use serde_json::json;
 
@@ -239,7 +245,47 @@ mod tests {
     fn params(tool: &str, raw: serde_json::Value, version: ZabbixVersion) -> serde_json::Value {
         let tool = find(tool).unwrap();
         let args = args::validate(tool, raw.as_object(), version, 1_000_000).unwrap();
-        read_params(tool, tool.query().unwrap(), &args, version)
+        let text = read_params(tool, tool.query().unwrap(), &args, version).unwrap();
+        serde_json::from_slice(text.as_bytes()).unwrap()
+    }
+
+    /// Every key a read tool's params can hold, each object's apart: the writer never
+    /// checks for repeats, so none may exist (a repeat would be sent twice).
+    #[test]
+    fn read_keys_are_distinct() {
+        for tool in crate::catalog::all_tools() {
+            let Some(query) = tool.query() else {
+                continue;
+            };
+            for v in [V60, V70] {
+                let mut top = vec!["output", "sortfield", "sortorder"];
+                let (mut filter, mut search) = (Vec::new(), Vec::new());
+                for def in tool.args {
+                    match def.maps_to {
+                        Mapping::Param(name) => top.push(name),
+                        Mapping::Filter(field) => filter.push(field),
+                        Mapping::Search(fields) => search.extend_from_slice(fields),
+                        Mapping::Limit => top.push("limit"),
+                        _ => {}
+                    }
+                }
+                if !filter.is_empty() {
+                    top.push("filter");
+                }
+                if !search.is_empty() {
+                    top.extend(["search", "searchByAny", "searchWildcardsEnabled"]);
+                }
+                top.extend(query.selects.iter().map(|s| s.param.param_name(v)));
+                top.push("limitSelects");
+                top.extend_from_slice(query.flags);
+                for keys in [top, filter, search] {
+                    let mut sorted = keys.clone();
+                    sorted.sort_unstable();
+                    sorted.dedup();
+                    assert_eq!(sorted.len(), keys.len(), "{} on {v}: {keys:?}", tool.name);
+                }
+            }
+        }
     }
 
     #[test]
@@ -271,7 +317,8 @@ mod tests {
                     _ => json!({}),
                 };
                 let a = args::validate(tool, raw.as_object(), V70, 1_000_000).unwrap();
-                let p = read_params(tool, query, &a, V70);
+                let text = read_params(tool, query, &a, V70).unwrap();
+                let p: serde_json::Value = serde_json::from_slice(text.as_bytes()).unwrap();
                 assert_eq!(
                     p.get("limitSelects").is_some(),
                     p.get("selectTriggers").is_some(),
@@ -296,7 +343,8 @@ mod tests {
                 };
                 let raw = required.as_object();
                 let a = args::validate(tool, raw, v, 1_000_000).unwrap();
-                let text = read_params(tool, query, &a, v).to_string();
+                let text = read_params(tool, query, &a, v).unwrap();
+                let text = String::from_utf8(text.into_bytes()).unwrap();
                 assert!(!text.contains("extend"), "{}: {text}", tool.name);
                 if let Some(r) = query.resource.as_ref() {
                     let text = resource_params(query, r, "1", v).to_string();

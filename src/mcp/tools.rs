@@ -18,7 +18,7 @@ use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
 use crate::response::{self, Record, ResponseError};
-use crate::zabbix::{Caller, ZabbixVersion};
+use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
 pub struct ToolList {
@@ -240,10 +240,11 @@ async fn call_read(
         version,
         ..
     } = *call;
-    let request = params::read_params(def, query, arguments, version);
+    let request = params::read_params(def, query, arguments, version)
+        .map_err(|e| ZabbixError::Request(format!("serializing the params: {e}")))?;
     let reply = app
         .zabbix
-        .call_raw(def.method, &request, Some((&caller.token, version)))
+        .call_raw(def.method, request, Some((&caller.token, version)))
         .await?;
     let Some(elements) = reply.elements() else {
         return Err(ToolError::NotAList { method: def.method });

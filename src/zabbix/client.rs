@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -17,6 +17,7 @@ use crate::zabbix::caller::ApiToken;
 use crate::zabbix::connections::{ConnectionError, Connections, Resend};
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
+use crate::zabbix::params_text::{ObjectWriter, ParamsText};
 use crate::zabbix::raw::{self, Answer, RawReply};
 use crate::zabbix::tls;
 use crate::zabbix::version::{TokenTransport, ZabbixVersion};
@@ -56,16 +57,6 @@ pub struct ZabbixClient {
     next_id: AtomicU64,
     /// Counts every request and its duration, when the app set it.
     metrics: Option<Arc<Metrics>>,
-}
-
-#[derive(Serialize)]
-struct RpcRequest<'a> {
-    jsonrpc: &'static str,
-    method: &'static str,
-    params: &'a Value,
-    id: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    auth: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -171,19 +162,13 @@ impl ZabbixClient {
         params: &Value,
         id: u64,
     ) -> Result<Payload, ZabbixError> {
-        let request = RpcRequest {
-            jsonrpc: "2.0",
-            method: method.as_str(),
-            params,
-            id,
-            auth: None,
-        };
-        let body = serde_json::to_vec(&request)
-            .map_err(|e| ZabbixError::Request(format!("serializing the body: {e}")))?;
-        Ok(Payload {
-            method,
-            body: Bytes::from(body),
-        })
+        envelope(method, id, |body| body.member("params", params))
+    }
+
+    /// A request whose params were written as text ([`ParamsText`]).
+    pub fn payload_text(&self, method: Method, params: ParamsText) -> Result<Payload, ZabbixError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        envelope(method, id, |body| body.object("params", params))
     }
 
     /// Builds and sends one call.
@@ -202,10 +187,10 @@ impl ZabbixClient {
     pub async fn call_raw(
         &self,
         method: Method,
-        params: &Value,
+        params: ParamsText,
         token: Option<(&ApiToken, ZabbixVersion)>,
     ) -> Result<RawReply, ZabbixError> {
-        let payload = self.payload(method, params)?;
+        let payload = self.payload_text(method, params)?;
         let body = self.send_body(&payload, token).await?;
         match raw::answer(body).map_err(|e| ZabbixError::BadResponse(e.to_string()))? {
             Answer::Error(error) => {
@@ -326,6 +311,25 @@ fn api_error(error: RpcError) -> ZabbixError {
 
 /// Zabbix 6.0–6.2 read the token only from the body: splice `"auth"` into the serialized
 /// object instead of serializing the whole request again.
+/// `{"jsonrpc":"2.0","method":…,"params":…,"id":…}`, the params written by `params`.
+fn envelope(
+    method: Method,
+    id: u64,
+    params: impl FnOnce(&mut ObjectWriter) -> Result<(), serde_json::Error>,
+) -> Result<Payload, ZabbixError> {
+    let mut body = ObjectWriter::new();
+    let written = body
+        .member("jsonrpc", "2.0")
+        .and_then(|()| body.member("method", method.as_str()))
+        .and_then(|()| params(&mut body))
+        .and_then(|()| body.member("id", &id));
+    written.map_err(|e| ZabbixError::Request(format!("serializing the body: {e}")))?;
+    Ok(Payload {
+        method,
+        body: Bytes::from(body.finish().into_bytes()),
+    })
+}
+
 fn with_auth_field(body: &Bytes, token: &ApiToken) -> Result<Bytes, ZabbixError> {
     let token_json = serde_json::to_string(token.expose())
         .map_err(|e| ZabbixError::Request(format!("serializing the token: {e}")))?;
@@ -354,9 +358,27 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::with_auth_field;
+    use super::{envelope, with_auth_field};
     use crate::zabbix::caller::ApiToken;
+    use crate::zabbix::method::Method;
+    use crate::zabbix::params_text::ObjectWriter;
     use bytes::Bytes;
+    use serde_json::json;
+
+    /// Both forms of params give the body serde_json wrote for the request before.
+    #[test]
+    fn envelope_is_the_json_rpc_request() {
+        let expected = br#"{"jsonrpc":"2.0","method":"host.get","params":{"output":["hostid"],"limit":2},"id":7}"#;
+        let value = json!({"output": ["hostid"], "limit": 2});
+        let from_value = envelope(Method::HostGet, 7, |body| body.member("params", &value));
+        assert_eq!(&from_value.unwrap().body[..], &expected[..]);
+        let mut params = ObjectWriter::new();
+        params.member("output", &["hostid"]).unwrap();
+        params.member("limit", &2).unwrap();
+        let text = params.finish();
+        let from_text = envelope(Method::HostGet, 7, |body| body.object("params", text));
+        assert_eq!(&from_text.unwrap().body[..], &expected[..]);
+    }
 
     #[test]
     fn auth_field_is_spliced_into_the_object() {

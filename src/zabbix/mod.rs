@@ -6,6 +6,7 @@ pub mod client;
 mod connections;
 pub mod error;
 pub mod method;
+pub mod params_text;
 pub mod raw;
 pub mod scan;
 pub mod tls;
