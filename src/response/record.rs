@@ -49,9 +49,18 @@ impl<'a> Record<'a> {
 
     fn from_members(pairs: raw::Members<'a>) -> Record<'a> {
         let mut members: Vec<Member<'a>> = Vec::with_capacity(pairs.len());
+        // A bit per name seen: Zabbix does not repeat keys, so earlier members are searched
+        // for a name only when its bit is already set (a repeat, or two names sharing it).
+        let mut seen = 0u64;
         for (quoted, value) in pairs {
             let name = raw::unquote(quoted);
-            match members.iter_mut().find(|m| m.name == name) {
+            let bit = name_bit(&name);
+            let earlier = match seen & bit {
+                0 => None,
+                _ => members.iter_mut().find(|m| m.name == name),
+            };
+            seen |= bit;
+            match earlier {
                 Some(member) => member.value = Cow::Borrowed(value),
                 None => members.push(Member {
                     key: Key::Zabbix(quoted),
@@ -118,6 +127,13 @@ impl<'a> Record<'a> {
             }
         }
     }
+}
+
+/// One of 64 bits, by a name's length and last byte: the keys of one Zabbix object mostly
+/// differ in one or the other.
+fn name_bit(name: &str) -> u64 {
+    let last = name.as_bytes().last().copied().map_or(0, usize::from);
+    1 << (name.len().wrapping_mul(7).wrapping_add(last) % 64)
 }
 
 /// Sets `name` to `value`: in place if present, else at the end.
@@ -187,6 +203,24 @@ mod tests {
                 record.write(&mut text);
                 assert_eq!(text, serde_json::to_string(value).unwrap(), "{version}");
             }
+        }
+    }
+
+    /// Names sharing a filter bit stay apart; a repeat keeps its first place and its last
+    /// value, also after a name with the same bit, as serde_json's ordered map does.
+    #[test]
+    fn repeated_keys_as_serde_json_reads_them() {
+        assert_eq!(super::name_bit("ab"), super::name_bit("cb"));
+        for answer in [
+            r#"[{"ab":1,"cb":2,"ab":3}]"#,
+            r#"[{"ab":1,"x":[1],"cb":2,"cb":{"a":4},"ab":3,"x":"y"}]"#,
+        ] {
+            let reply = raw::reply_of(answer);
+            let record = reply.elements().unwrap().map(Record::from_element).next();
+            let mut text = String::new();
+            record.unwrap().write(&mut text);
+            let value: Vec<Value> = serde_json::from_str(answer).unwrap();
+            assert_eq!(text, serde_json::to_string(&value[0]).unwrap(), "{answer}");
         }
     }
 
