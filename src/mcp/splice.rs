@@ -22,19 +22,33 @@ use serde_json::{Value, json};
 use crate::server::routes::{Body, json_response};
 use crate::swar;
 
+/// The text placeholder's start and the structured placeholder's key, each written once:
+/// the constants below are made of them.
+macro_rules! text_prefix {
+    () => {
+        "zabbix-mcp-guard-text-"
+    };
+}
+macro_rules! structured_key {
+    () => {
+        "zabbix-mcp-guard-structured"
+    };
+}
+
 /// What surrounds each placeholder's nonce in rmcp's JSON: `"text":"…` and
 /// `"structuredContent":{"…` cannot occur inside a JSON string (its quotes would be
 /// escaped), only as rmcp's fields.
-const TEXT_BEFORE: &[u8] = b"\"text\":\"zabbix-mcp-guard-text-";
+const TEXT_BEFORE: &[u8] = concat!("\"text\":\"", text_prefix!()).as_bytes();
 const TEXT_AFTER: &[u8] = b"\"";
-const STRUCTURED_BEFORE: &[u8] = b"\"structuredContent\":{\"zabbix-mcp-guard-structured\":\"";
+const STRUCTURED_BEFORE: &[u8] =
+    concat!("\"structuredContent\":{\"", structured_key!(), "\":\"").as_bytes();
 const STRUCTURED_AFTER: &[u8] = b"\"}";
 /// The fields the document is written under.
 const TEXT_FIELD: &[u8] = b"\"text\":";
 const STRUCTURED_FIELD: &[u8] = b"\"structuredContent\":";
 
-const TEXT_PREFIX: &str = "zabbix-mcp-guard-text-";
-const STRUCTURED_KEY: &str = "zabbix-mcp-guard-structured";
+const TEXT_PREFIX: &str = text_prefix!();
+const STRUCTURED_KEY: &str = structured_key!();
 
 /// One response's slot for its document.
 #[derive(Clone, Default)]

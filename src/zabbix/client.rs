@@ -151,7 +151,7 @@ impl ZabbixClient {
 
     /// Serializes a request once; the same bytes are shown for approval and sent.
     pub fn payload(&self, method: Method, params: &Value) -> Result<Payload, ZabbixError> {
-        self.payload_with_id(method, params, self.next_id.fetch_add(1, Ordering::Relaxed))
+        self.payload_with_id(method, params, self.next_id())
     }
 
     /// The same serialization with a given request `id`: rebuilds an approved body
@@ -167,8 +167,12 @@ impl ZabbixClient {
 
     /// A request whose params were written as text ([`ParamsText`]).
     pub fn payload_text(&self, method: Method, params: ParamsText) -> Result<Payload, ZabbixError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        envelope(method, id, |body| body.object("params", params))
+        envelope(method, self.next_id(), |body| body.object("params", params))
+    }
+
+    /// A new request `id`.
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Builds and sends one call.
@@ -309,8 +313,6 @@ fn api_error(error: RpcError) -> ZabbixError {
     }
 }
 
-/// Zabbix 6.0–6.2 read the token only from the body: splice `"auth"` into the serialized
-/// object instead of serializing the whole request again.
 /// `{"jsonrpc":"2.0","method":…,"params":…,"id":…}`, the params written by `params`.
 fn envelope(
     method: Method,
@@ -330,6 +332,8 @@ fn envelope(
     })
 }
 
+/// Zabbix 6.0–6.2 read the token only from the body: splice `"auth"` into the serialized
+/// object instead of serializing the whole request again.
 fn with_auth_field(body: &Bytes, token: &ApiToken) -> Result<Bytes, ZabbixError> {
     let token_json = serde_json::to_string(token.expose())
         .map_err(|e| ZabbixError::Request(format!("serializing the token: {e}")))?;

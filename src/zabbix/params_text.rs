@@ -6,14 +6,14 @@
 use serde::Serialize;
 
 /// A complete JSON object: the only way to one is [`ObjectWriter::finish`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct ParamsText(Vec<u8>);
 
 /// Writes one JSON object, member by member, in the order they are given. Keys are not
 /// checked for repeats: the catalog's tests hold each tool's keys distinct.
 pub struct ObjectWriter {
+    /// `{` and the members so far.
     out: Vec<u8>,
-    empty: bool,
 }
 
 impl ParamsText {
@@ -31,12 +31,12 @@ impl ObjectWriter {
     pub fn new() -> Self {
         let mut out = Vec::with_capacity(256);
         out.push(b'{');
-        Self { out, empty: true }
+        Self { out }
     }
 
     /// No member written yet.
     pub fn is_empty(&self) -> bool {
-        self.empty
+        self.out.len() == 1
     }
 
     /// Appends `"key":value`.
@@ -62,10 +62,9 @@ impl ObjectWriter {
     }
 
     fn key(&mut self, key: &str) -> Result<(), serde_json::Error> {
-        if !self.empty {
+        if !self.is_empty() {
             self.out.push(b',');
         }
-        self.empty = false;
         serde_json::to_writer(&mut self.out, key)?;
         self.out.push(b':');
         Ok(())
