@@ -23,6 +23,7 @@ pub mod policy;
 pub mod ratelimit;
 pub mod response;
 pub mod server;
+pub(crate) mod simd;
 pub mod startup;
 pub mod stdio;
 pub mod store;

@@ -20,7 +20,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use crate::server::routes::{Body, json_response};
-use crate::swar;
+use crate::{simd, swar};
 
 /// The text placeholder's start and the structured placeholder's key, each written once:
 /// the constants below are made of them.
@@ -160,8 +160,9 @@ fn splice(body: &[u8], filled: &Filled) -> Spliced {
         return Spliced::Failed;
     }
     let document = filled.document.as_bytes();
-    // The escaped text (at most twice the document, and a word of slack) and the document.
-    let mut out = Vec::with_capacity(body.len() + document.len() * 3 + 10);
+    // The escaped text (at most twice the document, quotes, sixteen bytes of slack) and the
+    // document.
+    let mut out = Vec::with_capacity(body.len() + document.len() * 3 + 18);
     out.extend_from_slice(&body[..text.start]);
     out.extend_from_slice(TEXT_FIELD);
     if !push_json_string(&mut out, &filled.document) {
@@ -204,20 +205,22 @@ fn push_json_string(out: &mut Vec<u8>, text: &str) -> bool {
     serde_json::to_writer(&mut *out, text).is_ok()
 }
 
-/// The escaping a document needs, eight bytes at a time: a document has a quote every few
-/// bytes, so a search for the next one costs more than it skips. The rest of each word is
-/// copied whole from its next quote or backslash on; that byte is overwritten by its
-/// backslash, and the next copy, one byte further, starts with it. `None` at a control
-/// character (raw whitespace Zabbix left between tokens; strings carry theirs escaped):
-/// serde_json writes those.
+/// The escaping a document needs: sixteen bytes at a time where the CPU can
+/// ([`simd::escape_blocks`]), then eight: a document has a quote every few bytes, so a
+/// search for the next one costs more than it skips. The rest of each word is copied whole
+/// from its next quote or backslash on; that byte is overwritten by its backslash, and the
+/// next copy, one byte further, starts with it. `None` at a control character (raw
+/// whitespace Zabbix left between tokens; strings carry theirs escaped): serde_json writes
+/// those.
 fn push_escaped_words(out: &mut Vec<u8>, text: &[u8]) -> Option<()> {
     let start = out.len();
-    // Escaping doubles a byte at most; eight bytes of slack let every copy be a whole word.
-    out.resize(start + 2 * text.len() + 2 + 8, 0);
+    // Escaping doubles a byte at most; sixteen bytes of slack let every copy be a whole
+    // block or word.
+    out.resize(start + 2 * text.len() + 2 + 16, 0);
     let dst = &mut out[start..];
     dst[0] = b'"';
-    let mut at = 1;
-    let mut words = text.chunks_exact(8);
+    let (done, mut at) = simd::escape_blocks(text, dst, 1)?;
+    let mut words = text.get(done..)?.chunks_exact(8);
     for chunk in &mut words {
         let word = u64::from_le_bytes(chunk.try_into().ok()?);
         if swar::below_space(word) != 0 {

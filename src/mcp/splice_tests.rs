@@ -72,6 +72,34 @@ fn escapes_any_text_as_serde_json_does() {
     }
 }
 
+/// Long texts, controls rare, quotes and backslashes dense or sparse, so that sixteen-byte
+/// blocks run, at every alignment, with any tail after them, and a control in a block
+/// falls back to serde_json.
+#[test]
+fn escapes_long_text_as_serde_json_does() {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for n in 0..3000 {
+        let mut text = String::new();
+        let special_odds = 2 + n % 13;
+        for _ in 0..n % 173 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let low = (seed >> 8) as u8;
+            text.push(match seed % (special_odds * 16) {
+                0 if n % 5 == 0 => char::from(low % 0x20),
+                1 => 'é',
+                2 => '😀',
+                k if k % special_odds == 0 => '"',
+                k if k % special_odds == 1 => '\\',
+                _ => char::from(0x20 + low % 0x60),
+            });
+        }
+        let (out, expected) = escaped(&text);
+        assert_eq!(out, expected, "{text:?}");
+    }
+}
+
 #[test]
 fn both_placeholders_are_replaced_by_the_document() {
     let document = r#"{"results":[{"name":"a\"b\\c\nd"}],"count":1}"#;

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::swar;
+use crate::{simd, swar};
 
 /// How deep arrays and objects may nest. serde_json reads its own values up to 128 levels;
 /// the members it skips, without a limit. Ours is a recursion, so it has one for all: a
@@ -273,19 +273,26 @@ impl Scanner<'_> {
         true
     }
 
-    /// Reads the string at `self.at`. Strings are most of an answer: eight bytes are looked
-    /// at at once for a quote, a backslash or a control character, as serde_json does.
+    /// Reads the string at `self.at`. Strings are most of an answer: sixteen bytes are
+    /// looked at at once for a quote, a backslash or a control character where the CPU can,
+    /// eight elsewhere and in the last sixteen, as serde_json does.
     fn string(&mut self) -> Result<(), ScanError> {
         let bytes = self.bytes;
         let mut i = self.at + 1;
         loop {
-            while let Some(word) = swar::word_at(bytes, i) {
-                let found = swar::first_unescaped(word);
-                if found != 0 {
-                    i += swar::first(found);
-                    break;
+            match simd::find_special(bytes, i) {
+                Ok(special) => i = special,
+                Err(rest) => {
+                    i = rest;
+                    while let Some(word) = swar::word_at(bytes, i) {
+                        let found = swar::first_unescaped(word);
+                        if found != 0 {
+                            i += swar::first(found);
+                            break;
+                        }
+                        i += 8;
+                    }
                 }
-                i += 8;
             }
             match bytes.get(i) {
                 Some(b'"') => {
