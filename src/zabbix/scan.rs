@@ -273,12 +273,28 @@ impl Scanner<'_> {
         true
     }
 
-    /// Reads the string at `self.at`. Strings are most of an answer: sixteen bytes are
-    /// looked at at once for a quote, a backslash or a control character where the CPU can,
-    /// eight elsewhere and in the last sixteen, as serde_json does.
+    /// Reads the string at `self.at`. Strings are most of an answer, and most are short
+    /// and plain: their closing quote is the first quote, backslash or control character,
+    /// found here sixteen bytes at a time where the CPU can; small enough to be inlined
+    /// where strings are read. The others go the long way ([`Self::string_from`]).
+    #[inline]
     fn string(&mut self) -> Result<(), ScanError> {
+        let start = self.at + 1;
+        if let Ok(end) = simd::find_special(self.bytes, start)
+            && self.bytes.get(end) == Some(&b'"')
+        {
+            self.at = end + 1;
+            return Ok(());
+        }
+        self.string_from(start)
+    }
+
+    /// Reads the rest of a string from `i`, its escapes checked: sixteen bytes are looked
+    /// at at once for a quote, a backslash or a control character where the CPU can,
+    /// eight elsewhere and in the last sixteen, as serde_json does.
+    #[inline(never)]
+    fn string_from(&mut self, mut i: usize) -> Result<(), ScanError> {
         let bytes = self.bytes;
-        let mut i = self.at + 1;
         loop {
             match simd::find_special(bytes, i) {
                 Ok(special) => i = special,
