@@ -8,7 +8,7 @@ const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// The eight bytes at `at`, if there are eight.
-pub(crate) fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
     let word: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
     Some(u64::from_le_bytes(word))
 }
@@ -28,12 +28,26 @@ pub(crate) fn below_space(word: u64) -> u64 {
 /// The high bit of the first byte of `word` that a JSON string cannot hold as it is (a
 /// quote, a backslash or a control character), for [`first`]; bytes after it may be
 /// flagged too. Cheaper than the exact forms: a borrow only runs upward, from a hit.
-pub(crate) fn first_unescaped(word: u64) -> u64 {
+fn first_unescaped(word: u64) -> u64 {
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH_BITS;
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH_BITS;
     below_space
         | zero_byte(word ^ (ONES * u64::from(b'"')))
         | zero_byte(word ^ (ONES * u64::from(b'\\')))
+}
+
+/// Where the first quote, backslash or control byte at or after `from` is, looked for in
+/// whole words; where fewer than eight bytes remain if none is (the caller looks on from
+/// there).
+pub(crate) fn find_special(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(word) = word_at(bytes, from) {
+        let found = first_unescaped(word);
+        if found != 0 {
+            return from + first(found);
+        }
+        from += 8;
+    }
+    from
 }
 
 /// Where in `word` its first flagged byte (from [`equal_to`] and the like) is, 0 to 7.

@@ -279,14 +279,16 @@ impl Scanner<'_> {
     /// where strings are read. The others go the long way ([`Self::string_from`]).
     #[inline]
     fn string(&mut self) -> Result<(), ScanError> {
-        let start = self.at + 1;
-        if let Ok(end) = simd::find_special(self.bytes, start)
-            && self.bytes.get(end) == Some(&b'"')
-        {
-            self.at = end + 1;
-            return Ok(());
-        }
-        self.string_from(start)
+        // The long way goes on from where this search stopped: nothing before it is special.
+        let rest = match simd::find_special(self.bytes, self.at + 1) {
+            Ok(end) if self.bytes.get(end) == Some(&b'"') => {
+                self.at = end + 1;
+                return Ok(());
+            }
+            Ok(special) => special,
+            Err(rest) => rest,
+        };
+        self.string_from(rest)
     }
 
     /// Reads the rest of a string from `i`, its escapes checked: sixteen bytes are looked
@@ -296,20 +298,7 @@ impl Scanner<'_> {
     fn string_from(&mut self, mut i: usize) -> Result<(), ScanError> {
         let bytes = self.bytes;
         loop {
-            match simd::find_special(bytes, i) {
-                Ok(special) => i = special,
-                Err(rest) => {
-                    i = rest;
-                    while let Some(word) = swar::word_at(bytes, i) {
-                        let found = swar::first_unescaped(word);
-                        if found != 0 {
-                            i += swar::first(found);
-                            break;
-                        }
-                        i += 8;
-                    }
-                }
-            }
+            i = simd::find_special(bytes, i).unwrap_or_else(|rest| swar::find_special(bytes, rest));
             match bytes.get(i) {
                 Some(b'"') => {
                     self.at = i + 1;
