@@ -198,7 +198,7 @@ impl ZabbixClient {
         let body = self.send_body(&payload, token).await?;
         match raw::answer(body).map_err(|e| ZabbixError::BadResponse(e.to_string()))? {
             Answer::Error(error) => {
-                Err(api_error(serde_json::from_slice(&error).map_err(|e| {
+                Err(api_error(serde_json::from_str(&error).map_err(|e| {
                     ZabbixError::BadResponse(format!("not JSON-RPC: {e}"))
                 })?))
             }

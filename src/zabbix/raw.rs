@@ -13,7 +13,8 @@ use crate::zabbix::scan::{self, ElementSpan, ScanError};
 /// A successful answer: the body, with its `result` and the result's elements as spans.
 #[derive(Debug)]
 pub struct RawReply {
-    body: Bytes,
+    /// Checked to be UTF-8 once, as it arrived (and cut at value boundaries by the scan).
+    body: String,
     result: Range<usize>,
     elements: Option<Vec<ElementSpan>>,
 }
@@ -23,7 +24,7 @@ pub struct RawReply {
 pub enum Answer {
     Result(RawReply),
     /// The `error` member's JSON text.
-    Error(Bytes),
+    Error(String),
     Neither,
 }
 
@@ -66,8 +67,7 @@ impl RawReply {
     }
 
     fn text(&self) -> &str {
-        // Checked to be UTF-8 by the scan (and cut at value boundaries).
-        std::str::from_utf8(&self.body).unwrap_or("")
+        &self.body
     }
 }
 
@@ -110,9 +110,11 @@ pub fn answer(body: Bytes) -> Result<Answer, RawError> {
     if first != Some(&b'{') {
         return Err(RawError::NotObject);
     }
-    let spans = scan::answer(&body)?;
+    // The body's buffer becomes the text's without a copy when nothing else shares it.
+    let body = scan::text(Vec::from(body))?;
+    let spans = scan::answer_text(&body)?;
     Ok(match (spans.result, spans.error) {
-        (_, Some(error)) => Answer::Error(body.slice(error)),
+        (_, Some(error)) => Answer::Error(body.get(error).unwrap_or("null").to_owned()),
         (Some(result), None) => Answer::Result(RawReply {
             body,
             result,
@@ -209,7 +211,7 @@ mod tests {
         let Ok(Answer::Error(error)) = found else {
             panic!("{found:?}")
         };
-        assert!(error.starts_with(b"{\"code\""));
+        assert!(error.starts_with("{\"code\""));
         let twice = read(b"{\"result\":1,\"result\":2}").unwrap_err();
         assert!(
             twice.to_string().contains("the body has \"result\" twice"),
@@ -225,6 +227,8 @@ mod tests {
         assert_eq!(reply.result(), "[1]");
         assert!(matches!(read(b"{\"result\":null}"), Ok(Answer::Neither)));
         assert!(matches!(read(b" [1]"), Err(RawError::NotObject)));
+        let bad = read(b"{\"result\":\"\xff\"}").unwrap_err();
+        assert_eq!(bad.to_string(), "not JSON-RPC: not UTF-8 at byte 11");
         let bad = read(b"{\"result\":[1,}").unwrap_err();
         assert_eq!(bad.to_string(), "not JSON-RPC: expected a value at byte 13");
     }

@@ -59,12 +59,24 @@ struct Scanner<'a> {
 /// Checks `body` is one JSON object and finds its `result` and `error` members (a member
 /// named twice is an error) and the result's elements.
 pub fn answer(body: &[u8]) -> Result<Spans, ScanError> {
-    if let Err(e) = std::str::from_utf8(body) {
-        return Err(ScanError {
-            what: "not UTF-8",
-            at: e.valid_up_to(),
-        });
+    answer_text(std::str::from_utf8(body).map_err(not_utf8)?)
+}
+
+/// `body` as text, checked once for all: a reply keeps it ([`crate::zabbix::raw`]).
+pub fn text(body: Vec<u8>) -> Result<String, ScanError> {
+    String::from_utf8(body).map_err(|e| not_utf8(e.utf8_error()))
+}
+
+fn not_utf8(error: std::str::Utf8Error) -> ScanError {
+    ScanError {
+        what: "not UTF-8",
+        at: error.valid_up_to(),
     }
+}
+
+/// [`answer`] for a body already known to be UTF-8.
+pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
+    let body = text.as_bytes();
     let mut scanner = Scanner {
         bytes: body,
         at: 0,
