@@ -99,9 +99,16 @@ impl Splice {
         let Ok(mut slot) = self.slot.lock() else {
             return Err(document);
         };
-        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let mut digits = uuid::Uuid::encode_buffer();
+        let nonce = uuid::Uuid::new_v4()
+            .simple()
+            .encode_lower(&mut digits)
+            .to_owned();
+        let mut text = String::with_capacity(TEXT_PREFIX.len() + nonce.len());
+        text.push_str(TEXT_PREFIX);
+        text.push_str(&nonce);
         let placeholders = Placeholders {
-            text: format!("{TEXT_PREFIX}{nonce}"),
+            text,
             structured: json!({ STRUCTURED_KEY: nonce }),
         };
         *slot = Some(Filled { nonce, document });

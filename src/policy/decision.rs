@@ -222,9 +222,13 @@ impl Verdict {
     }
 }
 
-/// A fresh decision id.
+/// A fresh decision id (hyphenated, written without the formatting machinery: one per call).
 pub(crate) fn new_decision_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    let mut text = uuid::Uuid::encode_buffer();
+    uuid::Uuid::new_v4()
+        .hyphenated()
+        .encode_lower(&mut text)
+        .to_owned()
 }
 
 fn parse_reasons(value: &Value) -> Result<Vec<String>, String> {

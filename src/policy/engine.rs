@@ -266,6 +266,7 @@ mod tests {
         assert_eq!(Some(write.revision.clone()), engine.status().revision);
         let id = uuid::Uuid::parse_str(&write.decision_id).expect("uuid");
         assert_eq!(id.get_version_num(), 4);
+        assert_eq!(write.decision_id, id.hyphenated().to_string());
 
         input.tool.kind = ToolKind::Read;
         input.phase = Phase::List;

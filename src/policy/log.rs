@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::{RawValue, to_raw_value};
 
 use super::decision::{Approval, Decision};
 use super::input::PolicyInput;
@@ -67,13 +68,16 @@ pub struct DecisionLog {
 struct Inner {
     /// `None` for [`DecisionLogSink::Discard`]: no line is even built.
     writer: Option<Arc<Writer>>,
-    labels: Labels,
+    /// `labels.id`.
+    id: String,
+    /// `labels` as JSON, written once: every line carries the same.
+    labels: Box<RawValue>,
     erase: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct Labels {
-    id: String,
+struct Labels<'a> {
+    id: &'a str,
     version: &'static str,
 }
 
@@ -92,7 +96,7 @@ struct DecisionLine<'a, I: Serialize> {
     erased: Vec<String>,
     bundles: Bundles<'a>,
     metrics: Metrics,
-    labels: &'a Labels,
+    labels: &'a RawValue,
 }
 
 #[derive(Serialize)]
@@ -129,7 +133,7 @@ struct EventLine<'a> {
     path: &'static str,
     event: &'a str,
     data: Value,
-    labels: &'a Labels,
+    labels: &'a RawValue,
 }
 
 impl DecisionLog {
@@ -153,19 +157,24 @@ impl DecisionLog {
         let id = options
             .instance_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let labels = Labels {
-            id,
+        let labels = to_raw_value(&Labels {
+            id: &id,
             version: env!("CARGO_PKG_VERSION"),
-        };
+        })
+        .map_err(|e| PolicyError::Log {
+            target: "labels".into(),
+            source: e.into(),
+        })?;
         let writer = if outputs.is_empty() {
             None
         } else {
-            let labels_json = serde_json::to_string(&labels).unwrap_or_else(|_| "{}".into());
+            let labels_json = labels.get().to_owned();
             Some(Writer::start(outputs, labels_json, options.queue_lines)?)
         };
         Ok(Self {
             inner: Arc::new(Inner {
                 writer,
+                id,
                 labels,
                 erase: options.erase,
             }),
@@ -268,7 +277,7 @@ impl DecisionLog {
 
     /// `labels.id` of this instance.
     pub fn instance_id(&self) -> &str {
-        &self.inner.labels.id
+        &self.inner.id
     }
 
     fn counter(&self, read: impl Fn(&super::log_writer::Counters) -> u64) -> u64 {

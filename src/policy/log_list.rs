@@ -5,8 +5,9 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::{BundleRevision, Bundles, DecisionLog, Labels, Metrics, serialize};
+use super::{BundleRevision, Bundles, DecisionLog, Metrics, serialize};
 use crate::policy::DECISION_PATH;
 use crate::policy::input::PolicyInput;
 use crate::policy::timestamp::rfc3339_nanos;
@@ -47,7 +48,7 @@ struct ListLine<'a> {
     erased: Vec<String>,
     bundles: Bundles<'a>,
     metrics: Metrics,
-    labels: &'a Labels,
+    labels: &'a RawValue,
 }
 
 #[derive(Serialize)]

@@ -75,9 +75,14 @@ pub(crate) enum Refusal {
     TooManyBudgets,
 }
 
-/// One concurrency slot: a caller under one cap.
+/// One concurrency slot: a caller under one cap (the parts of its bucket name, which the
+/// in-memory limiter need not write out for every call).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct SlotKey(String);
+pub(crate) struct SlotKey {
+    bucket: &'static str,
+    cap: NonZeroU32,
+    caller: String,
+}
 
 /// Held while an admitted call runs; dropping it gives the concurrency slots back.
 pub struct Admission {
@@ -97,7 +102,11 @@ enum Release {
 
 impl SlotKey {
     pub(crate) fn new(scope: Scope, cap: NonZeroU32, caller: &str) -> SlotKey {
-        SlotKey(slot_bucket(scope, cap, caller))
+        SlotKey {
+            bucket: scope.bucket(),
+            cap,
+            caller: caller.to_owned(),
+        }
     }
 }
 

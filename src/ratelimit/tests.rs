@@ -100,6 +100,25 @@ async fn concurrency_slots_come_back_when_calls_end() {
 }
 
 #[tokio::test]
+async fn equal_policy_and_parameter_caps_are_separate_slots() {
+    let l = limiter(None, Some(2));
+    let two = policy("1000/1", Some(2));
+    let applied = l.applied(Some(&two));
+    let a = l.admit("1", &applied).await.expect("first");
+    let b = l
+        .admit("1", &applied)
+        .await
+        .expect("second: one slot of each cap per call");
+    assert_eq!(l.slots_in_use(), 4);
+    assert_eq!(
+        scope_of(l.admit("1", &applied).await),
+        Some(Scope::PolicyConcurrent)
+    );
+    drop((a, b));
+    assert_eq!(l.slots_in_use(), 0);
+}
+
+#[tokio::test]
 async fn a_refused_budget_gives_the_slots_back() {
     let l = limiter(None, None);
     let p = policy("1/3600", Some(1));

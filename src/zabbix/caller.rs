@@ -102,7 +102,10 @@ impl ApiToken {
     }
 
     pub fn bearer_header(&self) -> Result<HeaderValue, ZabbixError> {
-        let mut value = HeaderValue::try_from(format!("Bearer {}", self.text))
+        let mut header = String::with_capacity("Bearer ".len() + self.text.len());
+        header.push_str("Bearer ");
+        header.push_str(&self.text);
+        let mut value = HeaderValue::try_from(header)
             .map_err(|_| ZabbixError::Request("the token is not a valid header value".into()))?;
         value.set_sensitive(true);
         Ok(value)
