@@ -52,19 +52,30 @@ succeeded() {
 # wrk_phase KIND BODY THREADS CONNECTIONS SECS URL [PID]: one run of scripts/perf/wrk.lua
 # (KIND and BODY_FILE as it reads them; PAUSE_MS and OK_MARKER pass through from the
 # caller's environment), printing its RESULT line; with PID also cpu_us_per_call, that
-# process's task clock meanwhile (perf stat, all its threads) per answer. Stops the script
-# when any answer was not a success (succeeded).
+# process's task clock meanwhile (perf stat, all its threads) per answer, and
+# kernel_share, the part of its CPU time spent in the kernel (/proc/PID/stat's system and
+# user ticks, 10 ms each: a share over a phase of many ticks, not a per-call figure).
+# Stops the script when any answer was not a success (succeeded).
 wrk_phase() {
-    local result counted=()
+    local result counted=() ticks
     [ -n "${7:-}" ] && counted=(perf stat -x, -e task-clock -o "$work/perf" -p "$7" --)
+    [ -n "${7:-}" ] && ticks=$(proc_ticks "$7")
     result=$(KIND=$1 BODY_FILE=$2 "${counted[@]}" wrk -t"$3" -c"$4" -d"$5s" --timeout 10s \
         -s scripts/perf/wrk.lua "$6" | grep '^RESULT')
     succeeded "$1 to $6 at $4 connections" "$result"
     if [ -n "${7:-}" ]; then
         result+=$(awk -F, -v n="$(field "$result" requests)" \
             '$3 == "task-clock" { printf " cpu_us_per_call=%.0f", $1 * 1000 / n }' "$work/perf")
+        result+=$(echo "$ticks $(proc_ticks "$7")" | awk '{ u = $3 - $1; s = $4 - $2
+            printf " kernel_share=%.2f", (u + s) ? s / (u + s) : 0 }')
     fi
     echo "$result"
+}
+
+# proc_ticks PID: the process's user and system CPU time so far (all its threads), ticks.
+proc_ticks() {
+    # The command name (field 2) may hold spaces: count from after its closing parenthesis.
+    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12, $13 }'
 }
 
 # For the scripts that drive the lab: reads the lab's env file $ENV (ZBX_URL, ZBX_TOKEN;

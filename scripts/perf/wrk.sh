@@ -95,6 +95,7 @@ compare() {
     rounds[$1 rps]+=" $(ratio "$(field "$5" rps)" "$(field "$4" rps)")"
     rounds[$1 cpu1]+=" $(field "$3" cpu_us_per_call)"
     rounds[$1 cpu_many]+=" $(field "$5" cpu_us_per_call)"
+    rounds[$1 kernel_many]+=" $(field "$5" kernel_share)"
     rounds[$1 p50_added]+=" $(( $(field "$3" p50_us) - $(field "$2" p50_us) ))"
     rounds[$1 p99_added]+=" $(( $(field "$5" p99_us) - $(field "$4" p99_us) ))"
     rounds[$1 machine1]+=" $(field "$3" machine_us_per_call)"
@@ -139,7 +140,8 @@ fi
 echo "host_get p50 / host.get p50 at 1 connection: $(of sidecar p50)"
 echo "host_get calls/s / host.get calls/s at $MANY connections: $(of sidecar rps)"
 echo "added latency: p50 $(of sidecar p50_added %.0f) µs at 1 connection, p99 $(of sidecar p99_added %.0f) µs at $MANY"
-echo "sidecar CPU per host_get {limit:100}: $(of sidecar cpu1 %.0f) µs at 1 connection, $(of sidecar cpu_many %.0f) µs at $MANY"
+echo "sidecar CPU per host_get {limit:100}: $(of sidecar cpu1 %.0f) µs at 1 connection, $(of sidecar cpu_many %.0f) µs at $MANY" \
+    "(in the kernel: $(of sidecar kernel_many) of it at $MANY)"
 echo "sidecar CPU per tools/list: $(field "$l1" cpu_us_per_call) µs"
 echo "the machine's CPU per host.get straight to Zabbix: $(of direct machine1 %.0f) µs at 1 connection, $(of direct machine_many %.0f) µs at $MANY;" \
     "through the sidecar: $(of sidecar machine1 %.0f) µs, $(of sidecar machine_many %.0f) µs"
@@ -148,7 +150,8 @@ echo "the sidecar's CPU per call / the machine's per host.get straight to Zabbix
 if [ "$PROXY" = 1 ]; then
     echo "reference proxy (nginx), the same host.get: p50 ratio $(of proxy p50) at 1 connection, calls/s ratio $(of proxy rps) at $MANY;" \
         "added latency p50 $(of proxy p50_added %.0f) µs at 1, p99 $(of proxy p99_added %.0f) µs at $MANY;" \
-        "CPU per host.get $(of proxy cpu1 %.0f) µs at 1 connection, $(of proxy cpu_many %.0f) µs at $MANY;" \
+        "CPU per host.get $(of proxy cpu1 %.0f) µs at 1 connection, $(of proxy cpu_many %.0f) µs at $MANY" \
+        "(in the kernel: $(of proxy kernel_many) of it at $MANY);" \
         "the machine's CPU per call through it $(of proxy machine1 %.0f) µs, $(of proxy machine_many %.0f) µs"
     echo "sidecar CPU / proxy CPU per call at 1 connection: $(of sidecar over_proxy)"
 fi
