@@ -49,7 +49,7 @@ impl Default for Limits {
 
 impl Arguments {
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.0.get(name)
+        member(&self.0, name)
     }
 
     /// Whether `name` was filled in by default rather than given by the caller.
@@ -58,12 +58,19 @@ impl Arguments {
     }
 
     pub fn limit(&self) -> u32 {
-        self.0
-            .get("limit")
+        self.get("limit")
             .and_then(Value::as_u64)
             .and_then(|l| u32::try_from(l).ok())
             .unwrap_or(DEFAULT_LIMIT)
     }
+}
+
+/// `map[name]`, found by comparing names: an argument map holds only the tool's own
+/// members (`validate` refuses any other first), a handful, where serde_json's map would
+/// hash every name looked up with SipHash.
+pub(crate) fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    map.iter()
+        .find_map(|(key, value)| (key == name).then_some(value))
 }
 
 fn err(message: String) -> ArgError {
@@ -92,7 +99,7 @@ pub fn validate(
     let mut out = Map::new();
     for def in tool.args {
         // LLM clients often send null for "not given": treat it as absent.
-        match raw.get(def.name).filter(|v| !v.is_null()) {
+        match member(raw, def.name).filter(|v| !v.is_null()) {
             Some(value) => {
                 let value = check(def, value, version)?;
                 refuse_hidden_format(def.name, &value)?;
@@ -114,7 +121,7 @@ pub fn validate(
         .args
         .iter()
         .map(|a| a.name)
-        .filter(|name| out.contains_key(*name) && raw.get(*name).is_none_or(Value::is_null))
+        .filter(|name| member(&out, name).is_some() && member(raw, name).is_none_or(Value::is_null))
         .collect();
     Ok(Arguments(out, defaulted))
 }
