@@ -3,7 +3,8 @@
 //! go to the log under the same `decision_id`, even when the client goes away.
 
 use rmcp::service::{RequestContext, RoleServer};
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
 
 use crate::app::App;
 use crate::catalog::args::{self, Arguments, Limits};
@@ -36,6 +37,18 @@ pub struct Outcome {
     log: DecisionLog,
     decision_id: String,
     written: bool,
+}
+
+/// How a call ended: the data of its `zabbix_result` event.
+pub enum Ended {
+    /// A read answered with `count` records.
+    Read { count: usize },
+    /// A write Zabbix carried out.
+    Written,
+    /// A write waiting for approval on the page: nothing sent yet.
+    Pending,
+    /// Refused or failed: the tool error's code and message.
+    Failed { code: &'static str, message: String },
 }
 
 impl Subject {
@@ -263,8 +276,8 @@ impl Outcome {
     }
 
     /// Records how the call ended (`{"ok": true, ...}` or an error code).
-    pub fn finish(mut self, data: Value) {
-        self.log.event(&self.decision_id, "zabbix_result", data);
+    pub fn finish(mut self, ended: Ended) {
+        self.log.event(&self.decision_id, "zabbix_result", ended);
         self.written = true;
     }
 }
@@ -272,11 +285,61 @@ impl Outcome {
 impl Drop for Outcome {
     fn drop(&mut self) {
         if !self.written {
-            self.log.event(
-                &self.decision_id,
-                "zabbix_result",
-                json!({"ok": false, "code": "cancelled", "message": "the client went away before the call finished"}),
-            );
+            let ended = Ended::Failed {
+                code: "cancelled",
+                message: "the client went away before the call finished".to_owned(),
+            };
+            self.log.event(&self.decision_id, "zabbix_result", ended);
         }
+    }
+}
+
+/// Written member by member, as `{"ok": …, …}`: a struct per shape, without a map built
+/// for every call.
+impl Serialize for Ended {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Ended::Read { count } => {
+                map.serialize_entry("ok", &true)?;
+                map.serialize_entry("count", count)?;
+            }
+            Ended::Written => map.serialize_entry("ok", &true)?,
+            Ended::Pending => {
+                map.serialize_entry("ok", &false)?;
+                map.serialize_entry("sent", &false)?;
+                map.serialize_entry("pending", "approval")?;
+            }
+            Ended::Failed { code, message } => {
+                map.serialize_entry("ok", &false)?;
+                map.serialize_entry("code", code)?;
+                map.serialize_entry("message", message)?;
+            }
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ended;
+
+    #[test]
+    fn ended_is_written_as_the_log_has_always_read() {
+        let text = |ended: Ended| serde_json::to_string(&ended).unwrap();
+        assert_eq!(text(Ended::Read { count: 3 }), r#"{"ok":true,"count":3}"#);
+        assert_eq!(text(Ended::Written), r#"{"ok":true}"#);
+        assert_eq!(
+            text(Ended::Pending),
+            r#"{"ok":false,"sent":false,"pending":"approval"}"#
+        );
+        let failed = Ended::Failed {
+            code: "zabbix_error",
+            message: "say \"why\"".into(),
+        };
+        assert_eq!(
+            text(failed),
+            r#"{"ok":false,"code":"zabbix_error","message":"say \"why\""}"#
+        );
     }
 }

@@ -8,12 +8,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use serde_json::json;
 
 use crate::app::App;
 use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
 use crate::mcp::errors::ToolError;
-use crate::mcp::gate::{self, Outcome, Subject};
+use crate::mcp::gate::{self, Ended, Outcome, Subject};
 use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
@@ -170,9 +169,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
             Ok(()) => call_read(app, &call, query, &arguments)
                 .await
-                .map(|(result, count)| {
-                    (Written::Done(result), json!({"ok": true, "count": count}))
-                }),
+                .map(|(result, count)| (Written::Done(result), Ended::Read { count })),
             Err(error) => Err(ToolError::from(error)),
         }
     } else {
@@ -190,8 +187,8 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         // Boxed, as a write's future (7 kB) would otherwise be room in every call's.
         Box::pin(write::call(app, write)).await.map(|written| {
             let summary = match &written {
-                Written::Done(_) => json!({"ok": true}),
-                Written::Pending(_) => json!({"ok": false, "sent": false, "pending": "approval"}),
+                Written::Done(_) => Ended::Written,
+                Written::Pending(_) => Ended::Pending,
             };
             (written, summary)
         })
@@ -206,8 +203,10 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             }
         }
         Err(error) => {
-            outcome
-                .finish(json!({"ok": false, "code": error.code(), "message": error.to_string()}));
+            outcome.finish(Ended::Failed {
+                code: error.code(),
+                message: error.to_string(),
+            });
             failed(app, def, error, Some(id)).into()
         }
     }

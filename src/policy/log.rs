@@ -127,12 +127,12 @@ struct Metrics {
 }
 
 #[derive(Serialize)]
-struct EventLine<'a> {
+struct EventLine<'a, D: Serialize> {
     decision_id: &'a str,
     timestamp: String,
     path: &'static str,
     event: &'a str,
-    data: Value,
+    data: D,
     labels: &'a RawValue,
 }
 
@@ -239,7 +239,7 @@ impl DecisionLog {
 
     /// Logs a later event of the call `decision_id`: `event` is e.g. `approval` or
     /// `zabbix_result`, `data` its details (outcome, Zabbix error code...).
-    pub fn event(&self, decision_id: &str, event: &str, data: Value) {
+    pub fn event(&self, decision_id: &str, event: &str, data: impl Serialize) {
         let Some(writer) = &self.inner.writer else {
             return;
         };
