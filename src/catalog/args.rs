@@ -68,7 +68,7 @@ impl Arguments {
 /// `map[name]`, found by comparing names: an argument map holds only the tool's own
 /// members (`validate` refuses any other first), a handful, where serde_json's map would
 /// hash every name looked up with SipHash.
-pub(crate) fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     map.iter()
         .find_map(|(key, value)| (key == name).then_some(value))
 }

@@ -88,7 +88,8 @@ pub(crate) struct Verdict {
     pub(crate) rate: Option<RateLimits>,
 }
 
-/// Decision keys as regorus strings, allocated once: looking a key up takes a `Value`.
+/// The keys of the decision's nested objects (`approvers`, `history`) as regorus strings,
+/// allocated once: looking a key up takes a `Value`.
 struct Keys {
     usrgrps: Value,
     distinct_from_caller: Value,
