@@ -16,7 +16,7 @@ use crate::mcp::gate::{self, Ended, Outcome, Subject};
 use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
-use crate::response::{self, Record, ResponseError};
+use crate::response::{self, ResponseError, Shaping};
 use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
@@ -248,13 +248,18 @@ async fn call_read(
     let Some(elements) = reply.elements() else {
         return Err(ToolError::NotAList { method: def.method });
     };
-    let shape = params::shape(query, arguments);
-    let resource = query.resource.as_ref().map(|r| r.kind);
-    let mut records: Vec<Record> = elements.map(Record::from_element).collect();
-    for record in &mut records {
-        record.shape(query.selects, shape.id_field, resource, version);
-    }
-    let envelope = response::envelope(&records, arguments.limit(), app.config.max_response_size);
+    let shaping = Shaping {
+        selects: query.selects,
+        id_field: params::shape(query, arguments).id_field,
+        resource: query.resource.as_ref().map(|r| r.kind),
+        version,
+    };
+    let envelope = response::envelope(
+        elements,
+        &shaping,
+        arguments.limit(),
+        app.config.max_response_size,
+    );
     tracing::debug!(
         gen_ai.tool.name = def.name,
         count = envelope.count,

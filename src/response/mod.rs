@@ -8,7 +8,9 @@ pub mod record;
 
 use serde_json::Value;
 
-pub use record::Record;
+pub use record::{Records, Shaping};
+
+use crate::zabbix::raw;
 
 /// Which limit cut a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,13 +49,18 @@ impl TruncatedBy {
     }
 }
 
-/// Builds the envelope from Zabbix's records (asked with `limit + 1`, so `records.len() >
-/// limit` means more exist).
-pub fn envelope(records: &[Record<'_>], limit: u32, max_size: usize) -> Envelope {
+/// Builds the envelope from the elements of Zabbix's result, each shaped as it is written
+/// (asked with `limit + 1`, so more than `limit` elements means more exist).
+pub fn envelope<'a>(
+    elements: impl ExactSizeIterator<Item = raw::Element<'a>>,
+    shaping: &Shaping<'_>,
+    limit: u32,
+    max_size: usize,
+) -> Envelope {
     let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
-    let more_than_limit = records.len() > limit_len;
+    let more_than_limit = elements.len() > limit_len;
     // The envelope around the results, at its largest, counts toward the limit too.
-    let shown = records.len().min(limit_len);
+    let shown = elements.len().min(limit_len);
     let frame = frame_text(limit, shown, Some(TruncatedBy::Size), shown, max_size).len();
     // Records are written straight into the text; one that would cross the size limit is
     // cut off again, so the limit is checked on exactly the bytes sent.
@@ -62,12 +69,13 @@ pub fn envelope(records: &[Record<'_>], limit: u32, max_size: usize) -> Envelope
     let start = text.len();
     let mut kept = 0usize;
     let mut truncated_by = None;
-    for record in records.iter().take(limit_len) {
+    let mut records = Records::default();
+    for element in elements.take(limit_len) {
         let mark = text.len();
         if kept > 0 {
             text.push(',');
         }
-        record.write(&mut text);
+        records.write(element, shaping, &mut text);
         if frame + text.len() - start > max_size {
             text.truncate(mark);
             truncated_by = Some(TruncatedBy::Size);
@@ -155,7 +163,7 @@ fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Record, TruncatedBy, envelope, frame_text, note, push_number};
+    use super::{Envelope, Shaping, TruncatedBy, envelope, frame_text, note, push_number};
     use crate::zabbix::raw::{self, RawReply};
     use serde_json::{Value, json};
 
@@ -167,17 +175,19 @@ mod tests {
         raw::reply_of(&Value::Array(list).to_string())
     }
 
-    fn records(answer: &RawReply) -> Vec<Record<'_>> {
-        answer
-            .elements()
-            .unwrap()
-            .map(Record::from_element)
-            .collect()
+    /// The envelope of `answer`'s records, unshaped.
+    fn of(answer: &RawReply, limit: u32, max_size: usize) -> Envelope {
+        envelope(
+            answer.elements().unwrap(),
+            &Shaping::none(),
+            limit,
+            max_size,
+        )
     }
 
     #[test]
     fn not_truncated() {
-        let e = envelope(&records(&answer(3, 1)), 5, 65536);
+        let e = of(&answer(3, 1), 5, 65536);
         assert_eq!(e.truncated_by, None);
         let v: Value = serde_json::from_str(&e.text).unwrap();
         assert_eq!(v, e.value().unwrap());
@@ -188,7 +198,7 @@ mod tests {
 
     #[test]
     fn truncated_by_count() {
-        let e = envelope(&records(&answer(4, 1)), 3, 65536);
+        let e = of(&answer(4, 1), 3, 65536);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Count));
         assert_eq!(e.value().unwrap()["count"], 3);
         assert_eq!(e.value().unwrap()["results"][2]["id"], "2");
@@ -203,7 +213,7 @@ mod tests {
     #[test]
     fn truncated_by_size_between_results_only() {
         let max = 16 * 1024;
-        let e = envelope(&records(&answer(100, 1000)), 100, max);
+        let e = of(&answer(100, 1000), 100, max);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
         assert!(e.text.len() <= max, "{} > {max}", e.text.len());
         let v: Value = serde_json::from_str(&e.text).unwrap();
@@ -219,7 +229,7 @@ mod tests {
 
     #[test]
     fn first_record_too_big() {
-        let e = envelope(&records(&answer(2, 20_000)), 10, 16 * 1024);
+        let e = of(&answer(2, 20_000), 10, 16 * 1024);
         assert_eq!(e.count, 0);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
     }

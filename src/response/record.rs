@@ -12,21 +12,29 @@ use crate::catalog::{ResourceKind, Select};
 use crate::zabbix::ZabbixVersion;
 use crate::zabbix::raw;
 
-/// One element of a read's result array.
-#[derive(Debug)]
-pub enum Record<'a> {
-    /// An object's members, in order.
-    Object(Vec<Member<'a>>),
-    /// Anything else, kept as its text.
-    Other(&'a str),
+/// What a read does to each record: the version's select keys renamed to the tool's, the
+/// record's resource `uri` added.
+#[derive(Debug, Clone, Copy)]
+pub struct Shaping<'s> {
+    pub selects: &'s [Select],
+    pub id_field: &'s str,
+    pub resource: Option<ResourceKind>,
+    pub version: ZabbixVersion,
+}
+
+/// Writes a read's records one after another, each shaped. The members of the record being
+/// written are kept in one buffer that serves every record of the read: one allocation per
+/// read, where a list of a hundred hosts had a hundred, each four times its record's text.
+#[derive(Debug, Default)]
+pub struct Records<'a> {
+    members: Vec<Member<'a>>,
 }
 
 #[derive(Debug)]
-pub struct Member<'a> {
+struct Member<'a> {
     key: Key<'a>,
     name: Cow<'a, str>,
-    /// The value's JSON text.
-    value: Cow<'a, str>,
+    value: Value<'a>,
 }
 
 /// How a member's key is written.
@@ -38,17 +46,33 @@ enum Key<'a> {
     Ours(&'static str),
 }
 
-impl<'a> Record<'a> {
-    /// An element of Zabbix's result ([`raw::RawReply::elements`]).
-    pub fn from_element(element: raw::Element<'a>) -> Record<'a> {
+/// How a member's value is written.
+#[derive(Debug, Clone, Copy)]
+enum Value<'a> {
+    /// As Zabbix wrote it: JSON text.
+    Zabbix(&'a str),
+    /// The record's resource URI, written from the id's JSON text when the record is: no
+    /// text of its own to allocate per record.
+    Uri(ResourceKind, &'a str),
+}
+
+impl<'a> Records<'a> {
+    /// Appends the JSON text of `element` (an element of Zabbix's result,
+    /// [`raw::RawReply::elements`]), shaped if it is an object.
+    pub fn write(&mut self, element: raw::Element<'a>, shaping: &Shaping<'_>, out: &mut String) {
         match element {
-            raw::Element::Object(pairs) => Record::from_members(pairs),
-            raw::Element::Other(text) => Record::Other(text),
+            raw::Element::Object(pairs) => {
+                self.read_members(pairs);
+                self.shape(shaping);
+                self.write_members(out);
+            }
+            raw::Element::Other(text) => out.push_str(text),
         }
     }
 
-    fn from_members(pairs: raw::Members<'a>) -> Record<'a> {
-        let mut members: Vec<Member<'a>> = Vec::with_capacity(pairs.len());
+    fn read_members(&mut self, pairs: raw::Members<'a>) {
+        let members = &mut self.members;
+        members.clear();
         // A bit per name seen: Zabbix does not repeat keys, so earlier members are searched
         // for a name only when its bit is already set (a repeat, or two names sharing it).
         let mut seen = 0u64;
@@ -61,70 +85,70 @@ impl<'a> Record<'a> {
             };
             seen |= bit;
             match earlier {
-                Some(member) => member.value = Cow::Borrowed(value),
+                Some(member) => member.value = Value::Zabbix(value),
                 None => members.push(Member {
                     key: Key::Zabbix(quoted),
                     name,
-                    value: Cow::Borrowed(value),
+                    value: Value::Zabbix(value),
                 }),
             }
         }
-        Record::Object(members)
     }
 
     /// Renames the version's select keys to the tool's and adds the record's `uri`.
-    pub fn shape(
-        &mut self,
-        selects: &[Select],
-        id_field: &str,
-        resource: Option<ResourceKind>,
-        version: ZabbixVersion,
-    ) {
-        let Record::Object(members) = self else {
-            return;
-        };
-        for select in selects {
-            if let Some((from, to)) = select.param.result_keys(version)
+    fn shape(&mut self, shaping: &Shaping<'_>) {
+        let members = &mut self.members;
+        for select in shaping.selects {
+            if let Some((from, to)) = select.param.result_keys(shaping.version)
                 && let Some(at) = members.iter().position(|m| m.name == from)
             {
                 let moved = members.swap_remove(at);
                 insert(members, to, moved.value);
             }
         }
-        if let Some(kind) = resource
-            && let Some(id) = members
-                .iter()
-                .find(|m| m.name == id_field && m.value.starts_with('"'))
-                .map(|m| m.value.as_ref())
+        if let Some(kind) = shaping.resource
+            && let Some(id) = members.iter().find_map(|m| match m.value {
+                Value::Zabbix(id) if m.name == shaping.id_field && id.starts_with('"') => Some(id),
+                _ => None,
+            })
         {
-            let uri = uri_text(kind, id);
-            insert(members, "uri", Cow::Owned(uri));
+            insert(members, "uri", Value::Uri(kind, id));
         }
     }
 
-    /// Appends the record's JSON text.
-    pub fn write(&self, out: &mut String) {
-        match self {
-            Record::Other(text) => out.push_str(text),
-            Record::Object(members) => {
-                out.push('{');
-                for (i, member) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    match member.key {
-                        Key::Zabbix(quoted) => out.push_str(quoted),
-                        Key::Ours(name) => {
-                            out.push('"');
-                            out.push_str(name);
-                            out.push('"');
-                        }
-                    }
-                    out.push(':');
-                    out.push_str(&member.value);
-                }
-                out.push('}');
+    fn write_members(&self, out: &mut String) {
+        out.push('{');
+        for (i, member) in self.members.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
             }
+            match member.key {
+                Key::Zabbix(quoted) => out.push_str(quoted),
+                Key::Ours(name) => {
+                    out.push('"');
+                    out.push_str(name);
+                    out.push('"');
+                }
+            }
+            out.push(':');
+            match member.value {
+                Value::Zabbix(text) => out.push_str(text),
+                Value::Uri(kind, id) => push_uri_text(out, kind, id),
+            }
+        }
+        out.push('}');
+    }
+}
+
+#[cfg(test)]
+impl Shaping<'_> {
+    /// No select renamed, no `uri` added: records written as Zabbix sent them.
+    pub fn none() -> Shaping<'static> {
+        Shaping {
+            selects: &[],
+            id_field: "",
+            resource: None,
+            version: ZabbixVersion::new(7, 0, 0),
         }
     }
 }
@@ -137,7 +161,7 @@ fn name_bit(name: &str) -> u64 {
 }
 
 /// Sets `name` to `value`: in place if present, else at the end.
-fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: Cow<'a, str>) {
+fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: Value<'a>) {
     match members.iter_mut().find(|m| m.name == name) {
         Some(member) => member.value = value,
         None => members.push(Member {
@@ -148,26 +172,26 @@ fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: Cow<'a, 
     }
 }
 
-/// The JSON text of the resource URI for `id` (a JSON string's text). An id without
+/// Appends the JSON text of the resource URI for `id` (a JSON string's text). An id without
 /// escapes is copied as it is: serde_json would write it unchanged, as a JSON string
 /// holds no raw quote or control character. One with escapes is decoded and written again.
-fn uri_text(kind: ResourceKind, id: &str) -> String {
+fn push_uri_text(out: &mut String, kind: ResourceKind, id: &str) {
     match raw::unquote(id) {
         Cow::Borrowed(plain) => {
-            let mut text = String::with_capacity(plain.len() + 32);
-            text.push('"');
-            kind.push_uri(&mut text, plain);
-            text.push('"');
-            text
+            out.push('"');
+            kind.push_uri(out, plain);
+            out.push('"');
         }
         // A String always serializes.
-        Cow::Owned(decoded) => serde_json::to_string(&kind.uri(&decoded)).unwrap_or_default(),
+        Cow::Owned(decoded) => {
+            out.push_str(&serde_json::to_string(&kind.uri(&decoded)).unwrap_or_default());
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Record, uri_text};
+    use super::{Records, Shaping, push_uri_text};
     use crate::catalog::ResourceKind;
     use crate::catalog::{self, args, params};
     use crate::zabbix::{ZabbixVersion, raw};
@@ -190,17 +214,19 @@ mod tests {
             let compact =
                 serde_json::to_string(&serde_json::from_str::<Value>(answer).unwrap()).unwrap();
             let reply = raw::reply_of(&compact);
-            let mut records: Vec<Record> = reply
-                .elements()
-                .unwrap()
-                .map(Record::from_element)
-                .collect();
+            let shaping = Shaping {
+                selects: query.selects,
+                id_field: shape.id_field,
+                resource,
+                version,
+            };
+            // One writer for all: a record must not keep anything of the one before.
+            let mut records = Records::default();
             let mut values: Vec<Value> = serde_json::from_str(answer).unwrap();
-            for (record, value) in records.iter_mut().zip(&mut values) {
-                record.shape(query.selects, shape.id_field, resource, version);
+            for (element, value) in reply.elements().unwrap().zip(&mut values) {
                 params::shape_record(value, query.selects, shape.id_field, resource, version);
                 let mut text = String::new();
-                record.write(&mut text);
+                records.write(element, &shaping, &mut text);
                 assert_eq!(text, serde_json::to_string(value).unwrap(), "{version}");
             }
         }
@@ -216,9 +242,9 @@ mod tests {
             r#"[{"ab":1,"x":[1],"cb":2,"cb":{"a":4},"ab":3,"x":"y"}]"#,
         ] {
             let reply = raw::reply_of(answer);
-            let record = reply.elements().unwrap().map(Record::from_element).next();
+            let element = reply.elements().unwrap().next().unwrap();
             let mut text = String::new();
-            record.unwrap().write(&mut text);
+            Records::default().write(element, &Shaping::none(), &mut text);
             let value: Vec<Value> = serde_json::from_str(answer).unwrap();
             assert_eq!(text, serde_json::to_string(&value[0]).unwrap(), "{answer}");
         }
@@ -237,7 +263,9 @@ mod tests {
             let decoded: String = serde_json::from_str(id).unwrap();
             for kind in ResourceKind::ALL {
                 let expected = serde_json::to_string(&kind.uri(&decoded)).unwrap();
-                assert_eq!(uri_text(kind, id), expected, "{id}");
+                let mut text = String::from("[");
+                push_uri_text(&mut text, kind, id);
+                assert_eq!(text[1..], expected, "{id}");
             }
         }
     }

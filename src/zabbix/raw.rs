@@ -8,7 +8,7 @@ use std::slice;
 
 use bytes::Bytes;
 
-use crate::zabbix::scan::{self, ElementSpan, ScanError};
+use crate::zabbix::scan::{self, ElementSpan, ElementSpans, ScanError};
 
 /// A successful answer: the body, with its `result` and the result's elements as spans.
 #[derive(Debug)]
@@ -16,7 +16,7 @@ pub struct RawReply {
     /// Checked to be UTF-8 once, as it arrived (and cut at value boundaries by the scan).
     body: String,
     result: Range<usize>,
-    elements: Option<Vec<ElementSpan>>,
+    elements: Option<ElementSpans>,
 }
 
 /// What a well-formed JSON-RPC answer holds.
@@ -58,11 +58,12 @@ impl RawReply {
     /// The result's elements, or `None` if it is not an array.
     pub fn elements(&self) -> Option<impl ExactSizeIterator<Item = Element<'_>>> {
         let text = self.text();
+        let spans = self.elements.as_ref()?;
         Some(
-            self.elements
-                .as_ref()?
+            spans
+                .elements
                 .iter()
-                .map(move |span| element(text, span)),
+                .map(move |span| element(text, span, &spans.members)),
         )
     }
 
@@ -71,12 +72,16 @@ impl RawReply {
     }
 }
 
-/// An element's span as a slice of the body's text.
-fn element<'a>(text: &'a str, span: &'a ElementSpan) -> Element<'a> {
+/// An element's span as a slice of the body's text; an object's members are `members[range]`.
+fn element<'a>(
+    text: &'a str,
+    span: &'a ElementSpan,
+    members: &'a [(Range<usize>, Range<usize>)],
+) -> Element<'a> {
     match span {
-        ElementSpan::Object(members) => Element::Object(Members {
+        ElementSpan::Object(range) => Element::Object(Members {
             text,
-            spans: members.iter(),
+            spans: members.get(range.clone()).unwrap_or_default().iter(),
         }),
         ElementSpan::Other(range) => Element::Other(text.get(range.clone()).unwrap_or("null")),
     }

@@ -28,17 +28,27 @@ pub struct Spans {
     pub result: Option<Range<usize>>,
     pub error: Option<Range<usize>>,
     /// The result's elements, when the result is an array.
-    pub elements: Option<Vec<ElementSpan>>,
+    pub elements: Option<ElementSpans>,
     /// Whether a member named `result` or `error` is there at all, `null` or not (what
     /// tells a JSON-RPC request from a response).
     pub result_or_error_named: bool,
 }
 
+/// The result array's elements, and the members of those that are objects.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ElementSpans {
+    pub elements: Vec<ElementSpan>,
+    /// Every object element's members, key (with its quotes) and value, one element after
+    /// another: one buffer for the whole array (a list of a hundred hosts was a hundred
+    /// allocations, and their spans took three times the answer's own size).
+    pub members: Vec<(Range<usize>, Range<usize>)>,
+}
+
 /// One element of the result array.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ElementSpan {
-    /// An object: each member's key (with its quotes) and value.
-    Object(Vec<(Range<usize>, Range<usize>)>),
+    /// An object: which of [`ElementSpans::members`] are its members.
+    Object(Range<usize>),
     /// Any other value.
     Other(Range<usize>),
 }
@@ -179,26 +189,34 @@ impl Scanner<'_> {
     }
 
     /// The result's elements, each object's members found as it is read.
-    fn elements(&mut self) -> Result<Vec<ElementSpan>, ScanError> {
-        let mut out = Vec::new();
-        // Zabbix's records have the same members: the last one's count sizes the next.
-        let mut members_hint = 0;
+    fn elements(&mut self) -> Result<ElementSpans, ScanError> {
+        let mut out = ElementSpans::default();
+        let mut sized = false;
         self.array(|s| {
             let start = s.at;
             if s.peek() != Some(b'{') {
                 s.value()?;
-                out.push(ElementSpan::Other(start..s.at));
+                out.elements.push(ElementSpan::Other(start..s.at));
                 return Ok(());
             }
-            let mut members = Vec::with_capacity(members_hint);
+            let first = out.members.len();
             s.object(|s, key| {
                 let value = s.at;
                 s.value()?;
-                members.push((key, value..s.at));
+                out.members.push((key, value..s.at));
                 Ok(())
             })?;
-            members_hint = members.len();
-            out.push(ElementSpan::Object(members));
+            if !sized {
+                // Zabbix's records are alike: the first one's members per byte, over the
+                // rest of the body, size the buffer once instead of doubling it as it fills.
+                // Never more than the rest could hold: a member takes five bytes at least.
+                sized = true;
+                let per_record = out.members.len() - first;
+                let rest = (s.bytes.len() - s.at) / (s.at - start).max(1);
+                out.members.reserve(per_record.saturating_mul(rest));
+            }
+            out.elements
+                .push(ElementSpan::Object(first..out.members.len()));
             Ok(())
         })?;
         Ok(out)

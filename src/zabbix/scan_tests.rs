@@ -81,13 +81,13 @@ fn check_spans(body: &[u8]) {
         return;
     };
     let list = value["result"].as_array().unwrap();
-    assert_eq!(elements.len(), list.len(), "{text}");
-    for (element, expected) in elements.iter().zip(list) {
+    assert_eq!(elements.elements.len(), list.len(), "{text}");
+    for (element, expected) in elements.elements.iter().zip(list) {
         match element {
             ElementSpan::Other(range) => assert_eq!(&parse(range), expected, "{text}"),
             ElementSpan::Object(members) => {
                 let mut object = serde_json::Map::new();
-                for (key, member) in members {
+                for (key, member) in &elements.members[members.clone()] {
                     let key: String = serde_json::from_str(&text[key.clone()]).unwrap();
                     object.insert(key, parse(member));
                 }
