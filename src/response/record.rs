@@ -24,7 +24,7 @@ pub struct Shaping<'s> {
 
 /// Writes a read's records one after another, each shaped. The members of the record being
 /// written are kept in one buffer that serves every record of the read: one allocation per
-/// read, where a list of a hundred hosts had a hundred, each four times its record's text.
+/// read instead of one per record (and another when its `uri` made it grow).
 #[derive(Debug, Default)]
 pub struct Records<'a> {
     members: Vec<Member<'a>>,
@@ -34,7 +34,7 @@ pub struct Records<'a> {
 struct Member<'a> {
     key: Key<'a>,
     name: Cow<'a, str>,
-    value: Value<'a>,
+    value: MemberValue<'a>,
 }
 
 /// How a member's key is written.
@@ -48,7 +48,7 @@ enum Key<'a> {
 
 /// How a member's value is written.
 #[derive(Debug, Clone, Copy)]
-enum Value<'a> {
+enum MemberValue<'a> {
     /// As Zabbix wrote it: JSON text.
     Zabbix(&'a str),
     /// The record's resource URI, written from the id's JSON text when the record is: no
@@ -85,11 +85,11 @@ impl<'a> Records<'a> {
             };
             seen |= bit;
             match earlier {
-                Some(member) => member.value = Value::Zabbix(value),
+                Some(member) => member.value = MemberValue::Zabbix(value),
                 None => members.push(Member {
                     key: Key::Zabbix(quoted),
                     name,
-                    value: Value::Zabbix(value),
+                    value: MemberValue::Zabbix(value),
                 }),
             }
         }
@@ -108,11 +108,13 @@ impl<'a> Records<'a> {
         }
         if let Some(kind) = shaping.resource
             && let Some(id) = members.iter().find_map(|m| match m.value {
-                Value::Zabbix(id) if m.name == shaping.id_field && id.starts_with('"') => Some(id),
+                MemberValue::Zabbix(id) if m.name == shaping.id_field && id.starts_with('"') => {
+                    Some(id)
+                }
                 _ => None,
             })
         {
-            insert(members, "uri", Value::Uri(kind, id));
+            insert(members, "uri", MemberValue::Uri(kind, id));
         }
     }
 
@@ -132,8 +134,8 @@ impl<'a> Records<'a> {
             }
             out.push(':');
             match member.value {
-                Value::Zabbix(text) => out.push_str(text),
-                Value::Uri(kind, id) => push_uri_text(out, kind, id),
+                MemberValue::Zabbix(text) => out.push_str(text),
+                MemberValue::Uri(kind, id) => push_uri_text(out, kind, id),
             }
         }
         out.push('}');
@@ -161,7 +163,7 @@ fn name_bit(name: &str) -> u64 {
 }
 
 /// Sets `name` to `value`: in place if present, else at the end.
-fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: Value<'a>) {
+fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: MemberValue<'a>) {
     match members.iter_mut().find(|m| m.name == name) {
         Some(member) => member.value = value,
         None => members.push(Member {

@@ -39,8 +39,7 @@ pub struct Spans {
 pub struct ElementSpans {
     pub elements: Vec<ElementSpan>,
     /// Every object element's members, key (with its quotes) and value, one element after
-    /// another: one buffer for the whole array (a list of a hundred hosts was a hundred
-    /// allocations, and their spans took three times the answer's own size).
+    /// another: one buffer for the whole array, not one per element.
     pub members: Vec<(Range<usize>, Range<usize>)>,
 }
 
