@@ -146,12 +146,31 @@ impl CallerResolver {
         client: &ZabbixClient,
         token: &ApiToken,
     ) -> Result<Arc<Identity>, CallerError> {
+        let key = token.digest();
+        // Nearly every call finds its caller: a plain read first. The lookup's future (a
+        // Zabbix round trip inside the cache's own) is several kB, and every request built
+        // and moved it even when nothing was asked; it lives in a box of its own now.
+        if let Some(identity) = self.cache.get(&key).await {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(identity);
+        }
+        Box::pin(self.resolve_missing(client, token, key)).await
+    }
+
+    /// [`Self::resolve`] for a token the cache did not hold when asked: one lookup for all
+    /// the requests that wait for it (one may have finished meanwhile: a hit then).
+    async fn resolve_missing(
+        &self,
+        client: &ZabbixClient,
+        token: &ApiToken,
+        key: [u8; 32],
+    ) -> Result<Arc<Identity>, CallerError> {
         let mut asked = false;
         let ask = async {
             asked = true;
             lookup(client, token).await
         };
-        let result = self.cache.try_get_with(token.digest(), ask).await;
+        let result = self.cache.try_get_with(key, ask).await;
         let counter = if asked { &self.misses } else { &self.hits };
         counter.fetch_add(1, Ordering::Relaxed);
         result.map_err(|e| match e.as_ref() {
