@@ -197,14 +197,18 @@ impl ServerHandler for GuardHandler {
         let _in_flight = self.app.in_flight.enter();
         let asked = self.asked(&context).await?;
         let span = tracing::info_span!("resource_read", mcp.method.name = "resources/read");
-        resources::read(
-            &self.app,
-            &asked.caller,
-            &asked.subject,
-            &asked.tools,
-            &request.uri,
+        // Boxed as `call_tool`'s is: rmcp's handler future holds the largest of its
+        // requests' futures, and every tool call's request task copies that future whole.
+        Box::pin(
+            resources::read(
+                &self.app,
+                &asked.caller,
+                &asked.subject,
+                &asked.tools,
+                &request.uri,
+            )
+            .instrument(span),
         )
-        .instrument(span)
         .await
         .map(Into::into)
     }
