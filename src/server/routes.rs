@@ -103,8 +103,8 @@ where
             if let Err(error) = mcp.hosts.check(request.uri(), request.headers()) {
                 return refused(&error);
             }
-            // Boxed: the identity lookup (a cache that may call Zabbix) is the largest part
-            // of this future, and requests waiting at the MCP gate need none of it.
+            // Boxed: requests waiting at the MCP gate need none of the identity lookup's
+            // state (a cache read, and on a miss a call to Zabbix, boxed again there).
             match Box::pin(guard::authenticate(&app, request.headers(), peer)).await {
                 Ok(caller) => {
                     let token_id = caller.token_id.clone();
