@@ -148,8 +148,8 @@ impl CallerResolver {
     ) -> Result<Arc<Identity>, CallerError> {
         let key = token.digest();
         // Nearly every call finds its caller: a plain read first. The lookup's future (a
-        // Zabbix round trip inside the cache's own) is several kB, and every request built
-        // and moved it even when nothing was asked; it lives in a box of its own now.
+        // Zabbix round trip inside the cache's own) is several kB; only a miss builds it,
+        // in a box of its own, so a hit neither builds nor moves it.
         if let Some(identity) = self.cache.get(&key).await {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(identity);
