@@ -47,34 +47,10 @@ pub(crate) fn build(debug_level: u8, rust_log: Option<&str>) -> Result<EnvFilter
 
 #[cfg(test)]
 mod tests {
-    use std::io::{self, Write};
-    use std::sync::{Arc, Mutex};
-
     use tracing_subscriber::EnvFilter;
-    use tracing_subscriber::fmt::MakeWriter;
 
     use super::{LIFECYCLE_TARGET, build, filter_for_debug_level};
-    use crate::telemetry::TelemetryError;
-
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().expect("lock").extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Lines {
-        type Writer = Lines;
-        fn make_writer(&'a self) -> Lines {
-            self.clone()
-        }
-    }
+    use crate::telemetry::{Lines, TelemetryError};
 
     /// Which of a fixed set of events a filter lets through, as `target:level` words.
     fn shown(filter: EnvFilter) -> String {
@@ -100,8 +76,11 @@ mod tests {
             tracing::debug!(target: "rmcp::service", "dep:debug");
             tracing::trace!(target: "rmcp::service", "dep:trace");
         });
-        let text = String::from_utf8_lossy(&lines.0.lock().expect("lock")).into_owned();
-        text.split_whitespace().collect::<Vec<_>>().join(" ")
+        lines
+            .text()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[test]

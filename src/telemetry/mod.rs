@@ -13,6 +13,7 @@
 //! [`filter_for_debug_level`]); `RUST_LOG`, when set, replaces it.
 
 pub(crate) mod fallback;
+mod fields;
 pub(crate) mod file;
 mod filter;
 mod sink;
@@ -29,6 +30,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::config::Config;
+use fields::PlainFields;
 use sink::{SharedSink, Sink};
 
 pub use filter::{LIFECYCLE_TARGET, filter_for_debug_level};
@@ -105,19 +107,22 @@ fn install(sink: Sink, debug_level: u8, strict: bool) -> Result<TelemetryGuard, 
 }
 
 /// The fmt layer for a sink: timestamps except for syslog (the daemon adds its own),
-/// colours only for a terminal.
+/// colours only for a terminal, fields as `DefaultFields` writes them ([`PlainFields`]).
 fn subscriber(sink: Arc<Sink>, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync {
     let writer = SharedSink(Arc::clone(&sink));
     let layer: Box<dyn Layer<Registry> + Send + Sync> = match &*sink {
         Sink::Stderr => tracing_subscriber::fmt::layer()
+            .fmt_fields(PlainFields)
             .with_ansi(std::io::stderr().is_terminal())
             .with_writer(writer)
             .boxed(),
         Sink::File(_) => tracing_subscriber::fmt::layer()
+            .fmt_fields(PlainFields)
             .with_ansi(false)
             .with_writer(writer)
             .boxed(),
         Sink::Syslog(_) => tracing_subscriber::fmt::layer()
+            .fmt_fields(PlainFields)
             .with_ansi(false)
             .without_time()
             .with_writer(writer)
@@ -159,6 +164,37 @@ impl std::ops::Deref for TestDir {
 impl Drop for TestDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `MakeWriter` keeping everything written, for tests reading what the fmt layer wrote.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Lines {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
+    }
+}
+
+#[cfg(test)]
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
+    type Writer = Lines;
+    fn make_writer(&'a self) -> Lines {
+        self.clone()
     }
 }
 
