@@ -21,6 +21,7 @@ use super::input::PolicyInput;
 use super::log_writer::{Output, QUEUE_LINES, Writer};
 use super::timestamp::rfc3339_nanos;
 use super::{DECISION_PATH, PolicyError};
+use json::RegoJson;
 
 /// Where decision log lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +90,7 @@ struct DecisionLine<'a, I: Serialize> {
     path: &'static str,
     input: I,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a regorus::Value>,
+    result: Option<RegoJson<'a>>,
     /// What the sidecar enforced, after fail-closed checks and the mode.
     decision: Effective<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -186,7 +187,7 @@ impl DecisionLog {
         let Some(writer) = &self.inner.writer else {
             return;
         };
-        let result = (decision.raw != regorus::Value::Undefined).then_some(&decision.raw);
+        let result = (decision.raw != regorus::Value::Undefined).then_some(RegoJson(&decision.raw));
         let decision_part = Effective {
             allow: decision.allow,
             reasons: &decision.reasons,
@@ -313,7 +314,8 @@ impl DecisionLog {
 }
 
 fn serialize<T: Serialize>(line: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let mut buf = Vec::with_capacity(1024);
+    // A call's decision line is 1.1–1.5 kB: one allocation, not a second and a copy.
+    let mut buf = Vec::with_capacity(2048);
     serde_json::to_writer(&mut buf, line)?;
     Ok(buf)
 }
@@ -348,6 +350,8 @@ fn remove_pointer(value: &mut Value, pointer: &str) -> bool {
     }
 }
 
+#[path = "log_json.rs"]
+mod json;
 #[path = "log_list.rs"]
 pub(crate) mod list;
 
