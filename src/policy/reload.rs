@@ -274,6 +274,7 @@ mod tests {
     use crate::policy::input::tests::sample_input;
     use crate::policy::source::tests::temp_dir;
     use crate::policy::{PolicyEngine, PolicyError, PolicyMode, PolicySource};
+    use crate::telemetry::fallback::capture::Capture;
 
     const ALLOW: &str = "package zabbix.mcp\ndecision := {\"allow\": true}\n";
     const DENY: &str =
@@ -403,20 +404,6 @@ mod tests {
         assert!(engine.reload().is_ok());
     }
 
-    /// Log output of the current thread only (a thread-local subscriber).
-    #[derive(Clone, Default)]
-    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Capture {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("lock").extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// SIGHUP must not compile on the runtime's own thread: with a thread-local log
     /// subscriber on the (single) runtime thread, the reload's "policy set loaded" line
     /// must come from elsewhere, while the SIGHUP line itself is seen.
@@ -427,15 +414,14 @@ mod tests {
         let engine = PolicyEngine::load(&dir, PolicyMode::Enforce).expect("loads");
         write(&dir, DENY);
         let capture = Capture::default();
-        let writer = capture.clone();
         let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
+            .with_writer(capture.clone())
             .with_ansi(false)
             .finish();
         let _local = tracing::subscriber::set_default(subscriber);
         let revision = engine.on_sighup().await.expect("reloads");
         assert_eq!(engine.revision(), Some(revision));
-        let text = String::from_utf8(capture.0.lock().expect("lock").clone()).expect("utf-8");
+        let text = capture.text();
         assert!(text.contains("SIGHUP: reloading policies"), "{text}");
         assert!(
             !text.contains("policy set loaded"),

@@ -59,7 +59,7 @@ pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 #[cfg(test)]
 pub(crate) mod capture {
-    //! An in-memory stand-in for stderr.
+    //! An in-memory stand-in for stderr, and a log destination for tests.
 
     use std::io::{self, Write};
     use std::sync::{Arc, Mutex};
@@ -87,6 +87,14 @@ pub(crate) mod capture {
 
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
+        }
+    }
+
+    /// For a fmt layer of a test's own subscriber.
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
+        type Writer = Capture;
+        fn make_writer(&'a self) -> Capture {
+            self.clone()
         }
     }
 }

@@ -5,7 +5,7 @@ use tracing::field::Empty;
 use tracing_subscriber::fmt::FormatFields;
 
 use super::PlainFields;
-use crate::telemetry::Lines;
+use crate::telemetry::fallback::capture::Capture;
 use tracing_subscriber::fmt::format::DefaultFields;
 
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +84,7 @@ fn written<N>(fields: N, ansi: bool) -> String
 where
     N: for<'w> FormatFields<'w> + Send + Sync + 'static,
 {
-    let lines = Lines::default();
+    let lines = Capture::default();
     let subscriber = tracing_subscriber::fmt()
         .fmt_fields(fields)
         .with_max_level(tracing::Level::TRACE)

@@ -50,11 +50,12 @@ mod tests {
     use tracing_subscriber::EnvFilter;
 
     use super::{LIFECYCLE_TARGET, build, filter_for_debug_level};
-    use crate::telemetry::{Lines, TelemetryError};
+    use crate::telemetry::TelemetryError;
+    use crate::telemetry::fallback::capture::Capture;
 
     /// Which of a fixed set of events a filter lets through, as `target:level` words.
     fn shown(filter: EnvFilter) -> String {
-        let lines = Lines::default();
+        let lines = Capture::default();
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(lines.clone())

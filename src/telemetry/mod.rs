@@ -167,36 +167,5 @@ impl Drop for TestDir {
     }
 }
 
-/// A `MakeWriter` keeping everything written, for tests reading what the fmt layer wrote.
-#[cfg(test)]
-#[derive(Clone, Default)]
-pub(crate) struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
-
-#[cfg(test)]
-impl Lines {
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
-    }
-}
-
-#[cfg(test)]
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
-    type Writer = Lines;
-    fn make_writer(&'a self) -> Lines {
-        self.clone()
-    }
-}
-
 #[cfg(test)]
 mod tests;
