@@ -66,7 +66,8 @@ impl<'a> Kind<'a> {
 }
 
 impl PlainVisitor<'_> {
-    /// Starts a `name=` field; `None` when it is not plain (then it has been handled).
+    /// Starts a plain field with `name=`; `None` when nothing more is to be written for the
+    /// field: skipped, written by `DefaultVisitor` instead, or a write failed.
     fn start(
         &mut self,
         field: &Field,

@@ -3,10 +3,10 @@
 
 use tracing::field::Empty;
 use tracing_subscriber::fmt::FormatFields;
+use tracing_subscriber::fmt::format::DefaultFields;
 
 use super::PlainFields;
 use crate::telemetry::fallback::capture::Capture;
-use tracing_subscriber::fmt::format::DefaultFields;
 
 #[derive(Debug, thiserror::Error)]
 #[error("outer \"failed\"")]
