@@ -12,6 +12,7 @@ pub mod calendar;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub(crate) mod decimal;
 pub mod display;
 pub mod exposure;
 pub mod mcp;

@@ -91,14 +91,14 @@ impl Subject {
                 token_id: caller.token_id.clone(),
             },
             client: ClientInfo {
-                address: caller.address.to_string(),
+                address: crate::decimal::address(caller.address),
                 name: client.as_ref().map(|c| c.name.clone()),
                 version: client.as_ref().map(|c| c.version.clone()),
                 protocol_version: context.protocol_version().map(|v| v.to_string()),
                 elicitation,
             },
             zabbix: ZabbixInfo {
-                version: version.to_string(),
+                version: version.text(),
             },
         }
     }

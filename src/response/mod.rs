@@ -10,6 +10,7 @@ use serde_json::Value;
 
 pub use record::{Records, Shaping};
 
+use crate::decimal::push_number;
 use crate::zabbix::raw;
 
 /// Which limit cut a response.
@@ -130,24 +131,6 @@ fn frame_text(
     text
 }
 
-/// Appends `n` in decimal.
-fn push_number(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b"0123456789"[usize::try_from(rest % 10).unwrap_or(0)];
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
-    }
-}
-
 fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
     match by {
         TruncatedBy::Count => format!(
@@ -163,7 +146,7 @@ fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Envelope, Shaping, TruncatedBy, envelope, frame_text, note, push_number};
+    use super::{Envelope, Shaping, TruncatedBy, envelope, frame_text, note};
     use crate::zabbix::raw::{self, RawReply};
     use serde_json::{Value, json};
 
@@ -250,11 +233,6 @@ mod tests {
                 let text = frame_text(limit, count, by, count, 65536);
                 assert_eq!(text, format!(",{}", &expected[1..]));
             }
-        }
-        for n in [0, 9, 10, 4_294_967_296, u64::MAX] {
-            let mut text = String::new();
-            push_number(&mut text, n);
-            assert_eq!(text, n.to_string());
         }
     }
 }

@@ -33,6 +33,12 @@ impl ZabbixVersion {
         }
     }
 
+    /// `major.minor.patch`, as `Display` writes it, built without `fmt`: every call's
+    /// policy input carries it.
+    pub(crate) fn text(self) -> String {
+        crate::decimal::dotted([self.major, self.minor, self.patch].map(u64::from))
+    }
+
     /// The oldest version the sidecar supports.
     pub const OLDEST_SUPPORTED: ZabbixVersion = ZabbixVersion::new(6, 0, 0);
 
@@ -97,6 +103,7 @@ mod tests {
         let v7: ZabbixVersion = "7.0.22".parse().unwrap();
         assert!(v6 < v7);
         assert_eq!(v7.to_string(), "7.0.22");
+        assert_eq!(v7.text(), "7.0.22");
         assert_eq!(
             "7.0.0rc1".parse::<ZabbixVersion>().unwrap(),
             ZabbixVersion::new(7, 0, 0)
