@@ -33,7 +33,7 @@ impl ZabbixVersion {
         }
     }
 
-    /// `major.minor.patch`, as `Display` writes it, built without `fmt`: every call's
+    /// `major.minor.patch` (also what `Display` writes), built without `fmt`: every call's
     /// policy input carries it.
     pub(crate) fn text(self) -> String {
         crate::decimal::dotted([self.major, self.minor, self.patch].map(u64::from))
@@ -89,7 +89,7 @@ impl FromStr for ZabbixVersion {
 
 impl fmt::Display for ZabbixVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+        f.write_str(&self.text())
     }
 }
 
