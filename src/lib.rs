@@ -15,6 +15,7 @@ pub mod config;
 pub(crate) mod decimal;
 pub mod display;
 pub mod exposure;
+pub(crate) mod hashing;
 pub mod mcp;
 pub mod metrics;
 #[cfg(test)]

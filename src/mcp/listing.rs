@@ -17,6 +17,7 @@ use std::time::Duration;
 use moka::sync::Cache;
 
 use crate::app::App;
+use crate::hashing::FastState;
 use crate::mcp::gate::{self, Subject};
 use crate::mcp::tools::ToolList;
 use crate::policy::{HiddenTool, ListRecord, Phase, PolicyInput};
@@ -29,7 +30,7 @@ pub const LIST_DECISION_TTL: Duration = Duration::from_secs(10);
 
 /// The decided sets, and how often one was decided or reused.
 pub struct ListDecisions {
-    cache: Cache<ListKey, Arc<ListDecision>>,
+    cache: Cache<ListKey, Arc<ListDecision>, FastState>,
     evaluated: AtomicU64,
     reused: AtomicU64,
     evaluations: AtomicU64,
@@ -67,7 +68,7 @@ impl ListDecisions {
             cache: Cache::builder()
                 .max_capacity(capacity)
                 .time_to_live(ttl)
-                .build(),
+                .build_with_hasher(FastState::default()),
             evaluated: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             evaluations: AtomicU64::new(0),

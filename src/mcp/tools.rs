@@ -1,7 +1,6 @@
 //! tools/list and tools/call: the tool list a caller sees, and the read-tool call path
 //! (validate → limits → build request → Zabbix → envelope).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -11,6 +10,7 @@ use rmcp::service::{RequestContext, RoleServer};
 
 use crate::app::App;
 use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
+use crate::hashing::FastMap;
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Ended, Outcome, Subject};
 use crate::mcp::splice::Splice;
@@ -27,14 +27,14 @@ pub struct ToolList {
     /// same 22 definitions (their schemas above all) again for every `tools/list`.
     /// `None` if one could not be written (lists are then serialized as before).
     json: Option<Vec<Box<str>>>,
-    by_exposed_name: HashMap<String, &'static ToolDef>,
+    by_exposed_name: FastMap<String, &'static ToolDef>,
 }
 
 impl ToolList {
     pub fn build(app: &App, version: ZabbixVersion) -> ToolList {
         let output_schema = Arc::new(schema::read_output_schema());
         let mut tools = Vec::new();
-        let mut by_exposed_name = HashMap::new();
+        let mut by_exposed_name = FastMap::default();
         for def in catalog::all_tools() {
             if !def.available_on(version) || !app.exposure.allows(def.name) {
                 continue;

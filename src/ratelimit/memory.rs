@@ -3,17 +3,18 @@
 //! caller and cap. Memory stays bounded: keys whose budget is full again are swept, slot
 //! counts are dropped at zero, and the number of distinct budgets is capped.
 
-use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
 use governor::{DefaultKeyedRateLimiter, Quota};
 
 use super::limits::{Applied, CallRate, Scope};
 use super::{Refusal, SlotKey};
+use crate::hashing::{FastMap, FastState};
 
 /// At most this many distinct call budgets (a policy that computes its rate from the
 /// input could otherwise make one limiter per call).
@@ -21,12 +22,13 @@ pub const MAX_BUDGETS: usize = 1024;
 /// Sweep the limiters for stale keys every this many admissions.
 const SWEEP_EVERY: u64 = 4096;
 
-type Limiter = DefaultKeyedRateLimiter<String>;
+type Limiter =
+    DefaultKeyedRateLimiter<String, NoOpMiddleware<<DefaultClock as Clock>::Instant>, FastState>;
 
 pub(crate) struct MemoryLimiter {
     clock: DefaultClock,
-    budgets: Mutex<HashMap<(&'static str, CallRate), Arc<Limiter>>>,
-    slots: Mutex<HashMap<SlotKey, u32>>,
+    budgets: Mutex<FastMap<(&'static str, CallRate), Arc<Limiter>>>,
+    slots: Mutex<FastMap<SlotKey, u32>>,
     admissions: AtomicU64,
 }
 
@@ -34,8 +36,8 @@ impl MemoryLimiter {
     pub(crate) fn new() -> Self {
         MemoryLimiter {
             clock: DefaultClock::default(),
-            budgets: Mutex::new(HashMap::new()),
-            slots: Mutex::new(HashMap::new()),
+            budgets: Mutex::new(FastMap::default()),
+            slots: Mutex::new(FastMap::default()),
             admissions: AtomicU64::new(0),
         }
     }
@@ -131,7 +133,7 @@ impl MemoryLimiter {
         let quota = Quota::with_period(rate.emission())
             .unwrap_or_else(|| Quota::per_second(rate.burst()))
             .allow_burst(rate.burst());
-        let limiter = Arc::new(Limiter::dashmap(quota));
+        let limiter = Arc::new(Limiter::dashmap_with_hasher(quota, FastState::default()));
         budgets.insert(key, limiter.clone());
         Ok(limiter)
     }

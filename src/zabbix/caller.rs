@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::hashing::FastState;
 use crate::zabbix::client::ZabbixClient;
 use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
@@ -72,7 +73,7 @@ pub enum CallerError {
 
 /// Resolves tokens to identities, with a bounded, short-lived cache.
 pub struct CallerResolver {
-    cache: Cache<[u8; 32], Arc<Identity>>,
+    cache: Cache<[u8; 32], Arc<Identity>, FastState>,
     /// Lookups answered from the cache, and lookups that asked Zabbix (read by `/metrics`).
     hits: AtomicU64,
     misses: AtomicU64,
@@ -124,7 +125,7 @@ impl CallerResolver {
             cache: Cache::builder()
                 .max_capacity(capacity)
                 .time_to_live(ttl)
-                .build(),
+                .build_with_hasher(FastState::default()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
