@@ -1,6 +1,6 @@
 //! The hasher of the maps and caches every call looks something up in.
 //!
-//! std's `RandomState` (SipHash-1-3) costs some 900 instructions per lookup of a short key,
+//! std's `RandomState` (SipHash-1-3) costs some 600–900 instructions per lookup of a key,
 //! and a call makes about ten (its caller's identity, its list decisions, its rate budget
 //! and concurrency slots, its tool). Those maps are keyed by what an agent cannot choose
 //! freely: SHA-256 digests of tokens, identities Zabbix resolved, fixed tool names, and the
