@@ -3,7 +3,8 @@
 # nginx serving a static file as a reference, when each request follows the previous
 # answer at once and when it comes PAUSE ms later (wrk.lua's PAUSE_MS). Beside Zabbix the
 # sidecar always waits for PHP (about 40 ms per host.get on the lab), so its CPU per call
-# there is this column, not the back-to-back one (see README "Performance").
+# there is this column, not the back-to-back one (see docs/performance-log.md, "What a
+# pause costs").
 #
 # The sidecar runs as shipped (its own process, one runtime thread, default policy set,
 # decision log file) in front of the load client's instant stub Zabbix; `perf stat`

@@ -4,7 +4,7 @@
 # instant stub within 1 ms? Two released sidecar processes stand in for two such threads:
 # each takes 32 of the 64 connections (two wrk processes at once), against one sidecar
 # taking all 64, and the same host.get straight to the stub, in ROUNDS interleaved rounds
-# of SECS seconds (see README "Performance").
+# of SECS seconds (see README "Performance" and docs/performance-log.md).
 #
 #   scripts/perf/shared_nothing.sh            # ROUNDS=3 SECS=4
 # Needs wrk, python3, the release binary and the load client (cargo bench --bench load

@@ -13,7 +13,7 @@
 //!   so a write reaches Zabbix at most once.
 //! - Why not hyper-util's pooled client: against a frontend that closes every connection
 //!   (the lab's `php -S`), its pool, checkout and connect race were about 600 of the
-//!   5,700 cache lines of code a call ran (README "Performance"), and its connector asked
+//!   5,700 cache lines of code a call ran (docs/performance-log.md), and its connector asked
 //!   the kernel for both socket addresses of every connection.
 
 use std::sync::{Arc, Mutex, MutexGuard};
