@@ -36,6 +36,8 @@ for f in /usr/bin/zabbix-mcp-guard /etc/zabbix/zabbix_mcp_guard.conf \
          /etc/zabbix/mcp-guard/zabbix_mcp_guard.d/README \
          /usr/lib/systemd/system/zabbix-mcp-guard.service \
          /usr/share/doc/zabbix-mcp-guard/copyright \
+         /usr/share/doc/zabbix-mcp-guard/README.md \
+         /usr/share/doc/zabbix-mcp-guard/docs/performance-log.md \
          /usr/share/doc/zabbix-mcp-guard/examples/zabbix_mcp_guard.conf \
          /usr/share/doc/zabbix-mcp-guard/examples/policies/read_only/policy.rego; do
   grep -qx "$f" "$WORK/files" || { cat "$WORK/files"; fail "the package lacks $f"; }
