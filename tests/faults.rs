@@ -109,6 +109,20 @@ fn classes() -> Vec<(&'static str, Fault, &'static str, &'static str)> {
             "invalid response",
         ),
         (
+            "unpaired surrogate",
+            Fault::Malformed(
+                r#"{"jsonrpc":"2.0","result":[{"hostid":"1","name":"a\udc00"}],"id":1}"#,
+            ),
+            "upstream_unavailable",
+            "invalid response",
+        ),
+        (
+            "number beyond f64",
+            Fault::Malformed(r#"{"jsonrpc":"2.0","result":[{"hostid":"1","n":1e400}],"id":1}"#),
+            "upstream_unavailable",
+            "invalid response",
+        ),
+        (
             "truncated body",
             Fault::Truncated,
             "upstream_unavailable",

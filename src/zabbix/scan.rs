@@ -140,7 +140,8 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
 }
 
 /// The member a key (quotes included, checked already) names, if one we look for; `Err` if
-/// its escapes do not decode (a lone surrogate), which serde_json refuses in a name too.
+/// its escapes do not decode (the string check refuses the one such case, a lone surrogate,
+/// already; a failure here still refuses the body).
 fn slot_of(quoted: &[u8]) -> Result<Option<Slot>, ()> {
     let inner = &quoted[1..quoted.len() - 1];
     let name: Cow<'_, [u8]> = if inner.contains(&b'\\') {
@@ -347,16 +348,26 @@ impl Scanner<'_> {
         }
     }
 
-    /// Checks the escape at `i` (a backslash) and returns where it ends.
+    /// Checks the escape at `i` (a backslash) and returns where it ends. A `\u` escape of
+    /// a UTF-16 surrogate must be the first of a pair, followed at once by the second:
+    /// serde_json reads a string only so (it would skip a lone one, but then refuses the
+    /// text where a client reads it), and records keep Zabbix's escapes as they came.
     fn escape(&mut self, i: usize) -> Result<usize, ScanError> {
         match self.bytes.get(i + 1) {
             Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
-            Some(b'u') => match self.bytes.get(i + 2..i + 6) {
-                Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(i + 6),
-                _ => {
+            Some(b'u') => match self.code_unit(i)? {
+                0xD800..=0xDBFF => match self.bytes.get(i + 6..i + 8) {
+                    Some(b"\\u") if matches!(self.code_unit(i + 6)?, 0xDC00..=0xDFFF) => Ok(i + 12),
+                    _ => {
+                        self.at = i;
+                        self.fail("unpaired surrogate in a \\u escape")
+                    }
+                },
+                0xDC00..=0xDFFF => {
                     self.at = i;
-                    self.fail("invalid \\u escape")
+                    self.fail("unpaired surrogate in a \\u escape")
                 }
+                _ => Ok(i + 6),
             },
             Some(_) => {
                 self.at = i;
@@ -369,6 +380,23 @@ impl Scanner<'_> {
         }
     }
 
+    /// The UTF-16 code unit of the `\u` escape at `i`: its four hex digits.
+    fn code_unit(&mut self, i: usize) -> Result<u16, ScanError> {
+        let unit = self.bytes.get(i + 2..i + 6).and_then(|hex| {
+            hex.iter().try_fold(0u16, |unit, &digit| {
+                let value = char::from(digit).to_digit(16)?;
+                Some(unit << 4 | value as u16)
+            })
+        });
+        match unit {
+            Some(unit) => Ok(unit),
+            None => {
+                self.at = i;
+                self.fail("invalid \\u escape")
+            }
+        }
+    }
+
     fn literal(&mut self, word: &[u8]) -> Result<(), ScanError> {
         if self.bytes.get(self.at..self.at + word.len()) != Some(word) {
             return self.fail("expected a value");
@@ -377,8 +405,13 @@ impl Scanner<'_> {
         Ok(())
     }
 
-    /// Reads a number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    /// Reads a number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, and checks
+    /// its value where it could be beyond an `f64`: serde_json refuses `1e400` or a
+    /// 400-digit integer (it would be infinite), and so does a client reading the record.
+    /// Only an exponent or some 309 digits get there; those few numbers are read by
+    /// serde_json itself, so the verdict is its own.
     fn number(&mut self) -> Result<(), ScanError> {
+        let start = self.at;
         if self.peek() == Some(b'-') {
             self.at += 1;
         }
@@ -391,12 +424,19 @@ impl Scanner<'_> {
             self.at += 1;
             self.required_digits()?;
         }
+        let mut exponent = false;
         if matches!(self.peek(), Some(b'e' | b'E')) {
+            exponent = true;
             self.at += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
                 self.at += 1;
             }
             self.required_digits()?;
+        }
+        let text = self.bytes.get(start..self.at).unwrap_or_default();
+        if (exponent || text.len() > 300) && serde_json::from_slice::<f64>(text).is_err() {
+            self.at = start;
+            return self.fail("number out of range");
         }
         Ok(())
     }

@@ -3,20 +3,21 @@
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{ElementSpan, MAX_DEPTH, answer};
 use crate::mutate::Mutations;
 
 /// A realistic answer: escapes of every kind, numbers in every form, nesting, whitespace.
-const BODY: &str = r#"{"jsonrpc":"2.0","result":[{"hostid":"10084","host":"web-01","name":"W\u00e9b \"01\"\\\/\b\f\n\r\t","status":"0",
- "groups":[{"groupid":"2","name":"Linux servers"}],"tags":[],"n":-1.5e3,"m":0,"k":12.25E+2,"z":-0.0e-1},
+const BODY: &str = r#"{"jsonrpc":"2.0","result":[{"hostid":"10084","host":"web-01","name":"W\u00e9b \"01\"\\\/\b\f\n\r\t \ud83d\ude00","status":"0",
+ "groups":[{"groupid":"2","name":"Linux servers"}],"tags":[],"n":-1.5e3,"m":0,"k":12.25E+2,"z":-0.0e-1,"big":1e308},
  [1, 2, {"a": [true, false, null]}], "plain", 7, {}, {"é":"ü€😀"}],
  "id": 3}"#;
 
-/// The top-level member names, decoded, with each value checked and skipped (what the
-/// serde_json path this scan replaced read).
+/// The top-level member names, decoded, with each value read as serde_json reads a value
+/// (a client reading the records does): strings with their surrogates paired, numbers
+/// within an `f64`. Skipping a value (`IgnoredAny`) would take both.
 struct Keys(Vec<String>);
 
 struct KeysVisitor;
@@ -37,7 +38,7 @@ impl<'de> Visitor<'de> for KeysVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
         let mut keys = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            map.next_value::<IgnoredAny>()?;
+            map.next_value::<Value>()?;
             keys.push(key);
         }
         Ok(Keys(keys))
@@ -107,6 +108,9 @@ fn finds_what_serde_json_finds() {
         r#"{"result":"x"}"#,
         r#"{"res\u0075lt":[{"a":1}],"id":{"result":2}}"#,
         r#"{}"#,
+        r#"{"result":["\ud83d\ude00","\uD834\uDD1E x"]}"#,
+        r#"{"result":[1e-400,1.7976931348623157e308,-0.0E+0]}"#,
+        &format!("{{\"result\":[1{}]}}", "0".repeat(308)),
     ] {
         assert!(serde_accepts(body.as_bytes()), "{body}");
         check_spans(body.as_bytes());
@@ -115,6 +119,7 @@ fn finds_what_serde_json_finds() {
 
 #[test]
 fn refuses_what_serde_json_refuses() {
+    let long = format!("{{\"result\":[2{}]}}", "0".repeat(308));
     let deep = format!(
         "{{\"result\":{}{}}}",
         "[".repeat(MAX_DEPTH),
@@ -151,9 +156,39 @@ fn refuses_what_serde_json_refuses() {
         ),
         (
             r#"{"\ud800":1}"#,
-            "a member name that does not decode at byte 1",
+            "unpaired surrogate in a \\u escape at byte 2",
         ),
         (&deep, "nested too deep at byte 137"),
+        (
+            r#"{"result":"\udc00"}"#,
+            "unpaired surrogate in a \\u escape at byte 11",
+        ),
+        (
+            r#"{"result":"a\ud800"}"#,
+            "unpaired surrogate in a \\u escape at byte 12",
+        ),
+        (
+            r#"{"result":"\ud800\u0041"}"#,
+            "unpaired surrogate in a \\u escape at byte 11",
+        ),
+        (
+            r#"{"result":"\ud800\n"}"#,
+            "unpaired surrogate in a \\u escape at byte 11",
+        ),
+        (
+            r#"{"result":"\ud800\ud800\udc00"}"#,
+            "unpaired surrogate in a \\u escape at byte 11",
+        ),
+        (
+            r#"{"result":"\ud800\u12g4"}"#,
+            "invalid \\u escape at byte 17",
+        ),
+        (r#"{"result":1e400}"#, "number out of range at byte 10"),
+        (
+            r#"{"result":[-2.5E+308]}"#,
+            "number out of range at byte 11",
+        ),
+        (&long, "number out of range at byte 11"),
     ] {
         assert!(!serde_accepts(body.as_bytes()) || body == deep, "{body}");
         assert_eq!(

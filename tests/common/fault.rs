@@ -25,6 +25,8 @@ pub enum Fault {
     Html,
     /// 200 with a body that is not JSON.
     InvalidJson,
+    /// 200 with this body: JSON-RPC a skip-only reader would take, a client would not.
+    Malformed(&'static str),
     /// Announces a body, sends part of it and closes.
     Truncated,
     /// A valid JSON-RPC answer of this many bytes.
@@ -151,6 +153,7 @@ async fn serve(mut stream: TcpStream, stub: FaultStub) {
             let page = "<html><head><title>Error</title></head><body><h1>Database error</h1></body></html>";
             reply(&mut stream, 200, "text/html", page).await;
         }
+        Fault::Malformed(body) => reply(&mut stream, 200, "application/json", body).await,
         Fault::InvalidJson => {
             reply(
                 &mut stream,
