@@ -13,7 +13,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(tool_args config_file sealed_state jsonrpc_router)
+    targets=(tool_args config_file sealed_state jsonrpc_router zabbix_answer)
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo +nightly fuzz build -O
