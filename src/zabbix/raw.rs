@@ -8,7 +8,7 @@ use std::slice;
 
 use bytes::Bytes;
 
-use crate::zabbix::scan::{self, ElementSpan, ElementSpans, ScanError};
+use crate::zabbix::scan::{self, ElementSpan, ElementSpans, MemberSpan, ScanError};
 
 /// A successful answer: the body, with its `result` and the result's elements as spans.
 #[derive(Debug)]
@@ -43,10 +43,24 @@ pub enum Element<'a> {
     Other(&'a str),
 }
 
-/// An object element's members as (key with its quotes, value), in order.
+/// An object element's members, in order.
 pub struct Members<'a> {
     text: &'a str,
-    spans: slice::Iter<'a, (Range<usize>, Range<usize>)>,
+    spans: slice::Iter<'a, MemberSpan>,
+}
+
+/// One member of an object element.
+#[derive(Debug, Clone)]
+pub struct Member<'a> {
+    /// The key as Zabbix wrote it, quotes included.
+    pub key: &'a str,
+    /// The value's JSON text.
+    pub value: &'a str,
+    /// Where `"key":value` lies in the body when nothing stands between the key and the
+    /// value but the colon (Zabbix writes compact JSON): members so written one after
+    /// another can be copied as one piece of the body.
+    pub compact: Option<Range<usize>>,
+    escaped_key: bool,
 }
 
 impl RawReply {
@@ -73,11 +87,7 @@ impl RawReply {
 }
 
 /// An element's span as a slice of the body's text; an object's members are `members[range]`.
-fn element<'a>(
-    text: &'a str,
-    span: &'a ElementSpan,
-    members: &'a [(Range<usize>, Range<usize>)],
-) -> Element<'a> {
+fn element<'a>(text: &'a str, span: &'a ElementSpan, members: &'a [MemberSpan]) -> Element<'a> {
     match span {
         ElementSpan::Object(range) => Element::Object(Members {
             text,
@@ -87,15 +97,40 @@ fn element<'a>(
     }
 }
 
-impl<'a> Iterator for Members<'a> {
-    type Item = (&'a str, &'a str);
+impl<'a> Members<'a> {
+    /// The whole body the members are slices of (what [`Member::compact`] indexes).
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+}
 
-    fn next(&mut self) -> Option<(&'a str, &'a str)> {
-        let (key, value) = self.spans.next()?;
-        Some((
-            self.text.get(key.clone()).unwrap_or("\"\""),
-            self.text.get(value.clone()).unwrap_or("null"),
-        ))
+impl<'a> Member<'a> {
+    /// The key's name: a slice of the body unless the key has an escape.
+    pub fn name(&self) -> Cow<'a, str> {
+        if self.escaped_key {
+            unquote(self.key)
+        } else {
+            Cow::Borrowed(
+                self.key
+                    .get(1..self.key.len().saturating_sub(1))
+                    .unwrap_or(""),
+            )
+        }
+    }
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = Member<'a>;
+
+    fn next(&mut self) -> Option<Member<'a>> {
+        let span = self.spans.next()?;
+        Some(Member {
+            key: self.text.get(span.key.clone()).unwrap_or("\"\""),
+            value: self.text.get(span.value.clone()).unwrap_or("null"),
+            compact: (span.key.end + 1 == span.value.start)
+                .then_some(span.key.start..span.value.end),
+            escaped_key: span.escaped_key,
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -162,7 +197,10 @@ mod tests {
             .unwrap()
             .map(|element| match element {
                 Element::Object(members) => Ok(members
-                    .map(|(k, v)| (unquote(k).into_owned(), v.to_owned()))
+                    .map(|m| {
+                        assert_eq!(m.name(), unquote(m.key));
+                        (m.name().into_owned(), m.value.to_owned())
+                    })
                     .collect()),
                 Element::Other(text) => Err(text.to_owned()),
             })

@@ -38,9 +38,20 @@ pub struct Spans {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct ElementSpans {
     pub elements: Vec<ElementSpan>,
-    /// Every object element's members, key (with its quotes) and value, one element after
-    /// another: one buffer for the whole array, not one per element.
-    pub members: Vec<(Range<usize>, Range<usize>)>,
+    /// Every object element's members, one element after another: one buffer for the
+    /// whole array, not one per element.
+    pub members: Vec<MemberSpan>,
+}
+
+/// One member of an object element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSpan {
+    /// The key, quotes included.
+    pub key: Range<usize>,
+    pub value: Range<usize>,
+    /// Whether the key has an escape: only then does its name need decoding (Zabbix's
+    /// never do, and the scan knows it already).
+    pub escaped_key: bool,
 }
 
 /// One element of the result array.
@@ -97,7 +108,7 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
     }
     let mut spans = Spans::default();
     let mut seen = [false; 2];
-    scanner.object(|s, key| {
+    scanner.object(|s, key, _| {
         let Ok(slot) = slot_of(&s.bytes[key.clone()]) else {
             return Err(ScanError {
                 what: "a member name that does not decode",
@@ -176,8 +187,8 @@ impl Scanner<'_> {
     /// Reads one value starting at `self.at` (whitespace skipped already).
     fn value(&mut self) -> Result<(), ScanError> {
         match self.peek() {
-            Some(b'"') => self.string(),
-            Some(b'{') => self.object(|s, _| s.value()),
+            Some(b'"') => self.string().map(drop),
+            Some(b'{') => self.object(|s, _, _| s.value()),
             Some(b'[') => self.array(Scanner::value),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
@@ -200,10 +211,14 @@ impl Scanner<'_> {
                 return Ok(());
             }
             let first = out.members.len();
-            s.object(|s, key| {
+            s.object(|s, key, escaped_key| {
                 let value = s.at;
                 s.value()?;
-                out.members.push((key, value..s.at));
+                out.members.push(MemberSpan {
+                    key,
+                    value: value..s.at,
+                    escaped_key,
+                });
                 Ok(())
             })?;
             if !sized {
@@ -222,11 +237,11 @@ impl Scanner<'_> {
         Ok(out)
     }
 
-    /// Reads the object at `self.at`; `member` gets each key's span with the scanner at the
-    /// member's value, and reads the value.
+    /// Reads the object at `self.at`; `member` gets each key's span and whether it has an
+    /// escape, with the scanner at the member's value, and reads the value.
     fn object(
         &mut self,
-        mut member: impl FnMut(&mut Self, Range<usize>) -> Result<(), ScanError>,
+        mut member: impl FnMut(&mut Self, Range<usize>, bool) -> Result<(), ScanError>,
     ) -> Result<(), ScanError> {
         if !self.open(b'}')? {
             return Ok(());
@@ -236,7 +251,7 @@ impl Scanner<'_> {
                 return self.fail("expected a member name");
             }
             let key = self.at;
-            self.string()?;
+            let escaped = self.string()?;
             let key = key..self.at;
             self.skip_ws();
             if self.peek() != Some(b':') {
@@ -244,7 +259,7 @@ impl Scanner<'_> {
             }
             self.at += 1;
             self.skip_ws();
-            member(self, key)?;
+            member(self, key, escaped)?;
             if !self.more(b'}', "expected ',' or '}'")? {
                 return Ok(());
             }
@@ -306,14 +321,15 @@ impl Scanner<'_> {
     /// Reads the string at `self.at`. Strings are most of an answer, and most are short
     /// and plain: their closing quote is the first quote, backslash or control character,
     /// found here sixteen bytes at a time where the CPU can; small enough to be inlined
-    /// where strings are read. The others go the long way ([`Self::string_from`]).
+    /// where strings are read. The others go the long way ([`Self::string_from`]). True if
+    /// the string has an escape.
     #[inline]
-    fn string(&mut self) -> Result<(), ScanError> {
+    fn string(&mut self) -> Result<bool, ScanError> {
         // The long way goes on from where this search stopped: nothing before it is special.
         let rest = match simd::find_special(self.bytes, self.at + 1) {
             Ok(end) if self.bytes.get(end) == Some(&b'"') => {
                 self.at = end + 1;
-                return Ok(());
+                return Ok(false);
             }
             Ok(special) => special,
             Err(rest) => rest,
@@ -323,18 +339,22 @@ impl Scanner<'_> {
 
     /// Reads the rest of a string from `i`, its escapes checked: sixteen bytes are looked
     /// at at once for a quote, a backslash or a control character where the CPU can,
-    /// eight elsewhere and in the last sixteen, as serde_json does.
+    /// eight elsewhere and in the last sixteen, as serde_json does. True if it met an escape.
     #[inline(never)]
-    fn string_from(&mut self, mut i: usize) -> Result<(), ScanError> {
+    fn string_from(&mut self, mut i: usize) -> Result<bool, ScanError> {
         let bytes = self.bytes;
+        let mut escaped = false;
         loop {
             i = simd::find_special(bytes, i).unwrap_or_else(|rest| swar::find_special(bytes, rest));
             match bytes.get(i) {
                 Some(b'"') => {
                     self.at = i + 1;
-                    return Ok(());
+                    return Ok(escaped);
                 }
-                Some(b'\\') => i = self.escape(i)?,
+                Some(b'\\') => {
+                    escaped = true;
+                    i = self.escape(i)?;
+                }
                 Some(0..0x20) => {
                     self.at = i;
                     return self.fail("control character in a string");

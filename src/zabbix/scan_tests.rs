@@ -88,9 +88,11 @@ fn check_spans(body: &[u8]) {
             ElementSpan::Other(range) => assert_eq!(&parse(range), expected, "{text}"),
             ElementSpan::Object(members) => {
                 let mut object = serde_json::Map::new();
-                for (key, member) in &elements.members[members.clone()] {
-                    let key: String = serde_json::from_str(&text[key.clone()]).unwrap();
-                    object.insert(key, parse(member));
+                for member in &elements.members[members.clone()] {
+                    let quoted = &text[member.key.clone()];
+                    assert_eq!(member.escaped_key, quoted.contains('\\'), "{text}");
+                    let key: String = serde_json::from_str(quoted).unwrap();
+                    object.insert(key, parse(&member.value));
                 }
                 assert_eq!(&Value::Object(object), expected, "{text}");
             }
@@ -105,6 +107,7 @@ fn finds_what_serde_json_finds() {
         r#"{"result":[]}"#,
         r#" {"error":{"code":-32602,"message":"m","data":"d"},"result":null,"id":1} "#,
         r#"{"result":{"a":[1]}}"#,
+        r#"{"result":[{"h\u006fst":"a","x\"y":1,"plain":2,"\\":3}]}"#,
         r#"{"result":"x"}"#,
         r#"{"res\u0075lt":[{"a":1}],"id":{"result":2}}"#,
         r#"{}"#,
