@@ -1,4 +1,4 @@
-//! Zabbix's read records kept as slices of its answer: each record's members are found
+//! Zabbix's read records kept as spans of its answer: each record's members are found
 //! without building a value tree, shaped (select keys renamed per version, the resource
 //! `uri` added) and written straight into the response text. Values keep Zabbix's text.
 //!
@@ -35,30 +35,31 @@ pub struct Records<'a> {
 
 #[derive(Debug)]
 struct Member<'a> {
-    key: Key<'a>,
-    name: Cow<'a, str>,
-    value: MemberValue<'a>,
+    key: Key,
+    /// The name the key spells, as bytes ([`raw::Member::name`]).
+    name: Cow<'a, [u8]>,
+    value: MemberValue,
     /// Where `"key":value` lies in the body while the member is as Zabbix wrote it there.
     compact: Option<Range<usize>>,
 }
 
 /// How a member's key is written.
 #[derive(Debug)]
-enum Key<'a> {
-    /// As Zabbix wrote it, quotes included.
-    Zabbix(&'a str),
+enum Key {
+    /// As Zabbix wrote it, quotes included: its place in the body.
+    Zabbix(Range<usize>),
     /// One of ours (a renamed select, `uri`): plain ASCII, written between quotes.
     Ours(&'static str),
 }
 
 /// How a member's value is written.
-#[derive(Debug, Clone, Copy)]
-enum MemberValue<'a> {
-    /// As Zabbix wrote it: JSON text.
-    Zabbix(&'a str),
+#[derive(Debug, Clone)]
+enum MemberValue {
+    /// As Zabbix wrote it: the place of its JSON text in the body.
+    Zabbix(Range<usize>),
     /// The record's resource URI, written from the id's JSON text when the record is: no
     /// text of its own to allocate per record.
-    Uri(ResourceKind, &'a str),
+    Uri(ResourceKind, Range<usize>),
 }
 
 impl<'a> Records<'a> {
@@ -91,12 +92,12 @@ impl<'a> Records<'a> {
             };
             seen |= bit;
             match earlier {
-                Some(member) => member.set(MemberValue::Zabbix(pair.value)),
+                Some(member) => member.set(MemberValue::Zabbix(pair.value_span())),
                 None => members.push(Member {
-                    key: Key::Zabbix(pair.key),
+                    key: Key::Zabbix(pair.key_span()),
                     name,
-                    value: MemberValue::Zabbix(pair.value),
-                    compact: pair.compact,
+                    value: MemberValue::Zabbix(pair.value_span()),
+                    compact: pair.compact(),
                 }),
             }
         }
@@ -107,16 +108,20 @@ impl<'a> Records<'a> {
         let members = &mut self.members;
         for select in shaping.selects {
             if let Some((from, to)) = select.param.result_keys(shaping.version)
-                && let Some(at) = members.iter().position(|m| m.name == from)
+                && let Some(at) = members.iter().position(|m| *m.name == *from.as_bytes())
             {
                 let moved = members.swap_remove(at);
                 insert(members, to, moved.value);
             }
         }
+        let body = self.body.as_bytes();
         if let Some(kind) = shaping.resource
-            && let Some(id) = members.iter().find_map(|m| match m.value {
-                MemberValue::Zabbix(id) if m.name == shaping.id_field && id.starts_with('"') => {
-                    Some(id)
+            && let Some(id) = members.iter().find_map(|m| match &m.value {
+                MemberValue::Zabbix(id)
+                    if *m.name == *shaping.id_field.as_bytes()
+                        && body.get(id.start) == Some(&b'"') =>
+                {
+                    Some(id.clone())
                 }
                 _ => None,
             })
@@ -146,8 +151,8 @@ impl<'a> Records<'a> {
             if !std::mem::take(&mut first) {
                 out.push(',');
             }
-            match member.key {
-                Key::Zabbix(quoted) => out.push_str(quoted),
+            match &member.key {
+                Key::Zabbix(quoted) => out.push_str(self.text(quoted)),
                 Key::Ours(name) => {
                     out.push('"');
                     out.push_str(name);
@@ -155,9 +160,9 @@ impl<'a> Records<'a> {
                 }
             }
             out.push(':');
-            match member.value {
-                MemberValue::Zabbix(text) => out.push_str(text),
-                MemberValue::Uri(kind, id) => push_uri_text(out, kind, id),
+            match &member.value {
+                MemberValue::Zabbix(text) => out.push_str(self.text(text)),
+                MemberValue::Uri(kind, id) => push_uri_text(out, *kind, self.text(id)),
             }
         }
         self.flush(run, &mut first, out);
@@ -170,14 +175,19 @@ impl<'a> Records<'a> {
             if !std::mem::take(first) {
                 out.push(',');
             }
-            out.push_str(self.body.get(run).unwrap_or_default());
+            out.push_str(self.text(&run));
         }
+    }
+
+    /// The body's text at `span`: JSON text the scan found there, so never empty.
+    fn text(&self, span: &Range<usize>) -> &'a str {
+        self.body.get(span.clone()).unwrap_or("null")
     }
 }
 
-impl<'a> Member<'a> {
+impl Member<'_> {
     /// Gives the member another value: it is no longer as the body has it.
-    fn set(&mut self, value: MemberValue<'a>) {
+    fn set(&mut self, value: MemberValue) {
         self.value = value;
         self.compact = None;
     }
@@ -198,18 +208,18 @@ impl Shaping<'_> {
 
 /// One of 64 bits, by a name's length and last byte: the keys of one Zabbix object mostly
 /// differ in one or the other.
-fn name_bit(name: &str) -> u64 {
-    let last = name.as_bytes().last().copied().map_or(0, usize::from);
+fn name_bit(name: &[u8]) -> u64 {
+    let last = name.last().copied().map_or(0, usize::from);
     1 << (name.len().wrapping_mul(7).wrapping_add(last) % 64)
 }
 
 /// Sets `name` to `value`: in place if present, else at the end.
-fn insert<'a>(members: &mut Vec<Member<'a>>, name: &'static str, value: MemberValue<'a>) {
-    match members.iter_mut().find(|m| m.name == name) {
+fn insert(members: &mut Vec<Member<'_>>, name: &'static str, value: MemberValue) {
+    match members.iter_mut().find(|m| *m.name == *name.as_bytes()) {
         Some(member) => member.set(value),
         None => members.push(Member {
             key: Key::Ours(name),
-            name: Cow::Borrowed(name),
+            name: Cow::Borrowed(name.as_bytes()),
             value,
             compact: None,
         }),
@@ -307,7 +317,7 @@ mod tests {
     /// value, also after a name with the same bit, as serde_json's ordered map does.
     #[test]
     fn repeated_keys_as_serde_json_reads_them() {
-        assert_eq!(super::name_bit("ab"), super::name_bit("cb"));
+        assert_eq!(super::name_bit(b"ab"), super::name_bit(b"cb"));
         for answer in [
             r#"[{"ab":1,"cb":2,"ab":3}]"#,
             r#"[{"ab":1,"x":[1],"cb":2,"cb":{"a":4},"ab":3,"x":"y"}]"#,

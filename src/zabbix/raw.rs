@@ -49,18 +49,11 @@ pub struct Members<'a> {
     spans: slice::Iter<'a, MemberSpan>,
 }
 
-/// One member of an object element.
-#[derive(Debug, Clone)]
+/// One member of an object element: spans of the body, sliced when asked for.
+#[derive(Debug, Clone, Copy)]
 pub struct Member<'a> {
-    /// The key as Zabbix wrote it, quotes included.
-    pub key: &'a str,
-    /// The value's JSON text.
-    pub value: &'a str,
-    /// Where `"key":value` lies in the body when nothing stands between the key and the
-    /// value but the colon (Zabbix writes compact JSON): members so written one after
-    /// another can be copied as one piece of the body.
-    pub compact: Option<Range<usize>>,
-    escaped_key: bool,
+    text: &'a str,
+    span: &'a MemberSpan,
 }
 
 impl RawReply {
@@ -105,17 +98,45 @@ impl<'a> Members<'a> {
 }
 
 impl<'a> Member<'a> {
-    /// The key's name: a slice of the body unless the key has an escape.
-    pub fn name(&self) -> Cow<'a, str> {
-        if self.escaped_key {
-            unquote(self.key)
+    /// The key as Zabbix wrote it, quotes included.
+    pub fn key(&self) -> &'a str {
+        self.text.get(self.span.key.clone()).unwrap_or("\"\"")
+    }
+
+    /// The key's place in the body.
+    pub fn key_span(&self) -> Range<usize> {
+        self.span.key.clone()
+    }
+
+    /// The value's JSON text.
+    pub fn value(&self) -> &'a str {
+        self.text.get(self.span.value.clone()).unwrap_or("null")
+    }
+
+    /// The value's place in the body.
+    pub fn value_span(&self) -> Range<usize> {
+        self.span.value.clone()
+    }
+
+    /// The key's name, as bytes (UTF-8): a slice of the body unless the key has an escape.
+    /// Bytes, not text, because it is only compared: the body is UTF-8 already, and a
+    /// slice of text would check both its ends for a character boundary, for every member.
+    pub fn name(&self) -> Cow<'a, [u8]> {
+        let key = &self.span.key;
+        if self.span.escaped_key {
+            Cow::Owned(unquote(self.key()).into_owned().into_bytes())
         } else {
-            Cow::Borrowed(
-                self.key
-                    .get(1..self.key.len().saturating_sub(1))
-                    .unwrap_or(""),
-            )
+            let inner = key.start + 1..key.end.saturating_sub(1);
+            Cow::Borrowed(self.text.as_bytes().get(inner).unwrap_or_default())
         }
+    }
+
+    /// Where `"key":value` lies in the body when nothing stands between the key and the
+    /// value but the colon (Zabbix writes compact JSON): members so written one after
+    /// another can be copied as one piece of the body.
+    pub fn compact(&self) -> Option<Range<usize>> {
+        let MemberSpan { key, value, .. } = self.span;
+        (key.end + 1 == value.start).then_some(key.start..value.end)
     }
 }
 
@@ -123,13 +144,9 @@ impl<'a> Iterator for Members<'a> {
     type Item = Member<'a>;
 
     fn next(&mut self) -> Option<Member<'a>> {
-        let span = self.spans.next()?;
         Some(Member {
-            key: self.text.get(span.key.clone()).unwrap_or("\"\""),
-            value: self.text.get(span.value.clone()).unwrap_or("null"),
-            compact: (span.key.end + 1 == span.value.start)
-                .then_some(span.key.start..span.value.end),
-            escaped_key: span.escaped_key,
+            text: self.text,
+            span: self.spans.next()?,
         })
     }
 
@@ -192,14 +209,26 @@ mod tests {
     use bytes::Bytes;
 
     fn objects(text: &str) -> Vec<Result<Vec<(String, String)>, String>> {
-        reply_of(text)
+        let reply = reply_of(text);
+        let body = reply.text();
+        reply
             .elements()
             .unwrap()
             .map(|element| match element {
                 Element::Object(members) => Ok(members
                     .map(|m| {
-                        assert_eq!(m.name(), unquote(m.key));
-                        (m.name().into_owned(), m.value.to_owned())
+                        let name = String::from_utf8(m.name().into_owned()).unwrap();
+                        assert_eq!(name, unquote(m.key()));
+                        assert_eq!(&body[m.key_span()], m.key());
+                        assert_eq!(&body[m.value_span()], m.value());
+                        let compact = format!("{}:{}", m.key(), m.value());
+                        assert_eq!(
+                            m.compact().map(|span| &body[span]),
+                            body[m.key_span().start..]
+                                .starts_with(&compact)
+                                .then_some(&compact[..])
+                        );
+                        (name, m.value().to_owned())
                     })
                     .collect()),
                 Element::Other(text) => Err(text.to_owned()),
@@ -235,6 +264,10 @@ mod tests {
         assert!(reply_of("{}").elements().is_none());
         assert!(reply_of("\"x\"").elements().is_none());
         assert_eq!(unquote(r#""h\u0065llo""#), "hello");
+        assert_eq!(
+            objects(r#"[{"h\u0065llo":1,"b":2 , "c" :3}]"#)[0],
+            Ok(pairs(&[("hello", "1"), ("b", "2"), ("c", "3")]))
+        );
     }
 
     fn read(body: &[u8]) -> Result<Answer, RawError> {
