@@ -184,12 +184,22 @@ impl Scanner<'_> {
         }
     }
 
+    /// Reads one value starting at `self.at` (whitespace skipped already): a string, most
+    /// of an answer's values, where it is read, anything else through [`Self::value`].
+    #[inline]
+    fn item(&mut self) -> Result<(), ScanError> {
+        if self.peek() == Some(b'"') {
+            return self.string().map(drop);
+        }
+        self.value()
+    }
+
     /// Reads one value starting at `self.at` (whitespace skipped already).
     fn value(&mut self) -> Result<(), ScanError> {
         match self.peek() {
             Some(b'"') => self.string().map(drop),
-            Some(b'{') => self.object(|s, _, _| s.value()),
-            Some(b'[') => self.array(Scanner::value),
+            Some(b'{') => self.object(|s, _, _| s.item()),
+            Some(b'[') => self.array(Scanner::item),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
@@ -213,7 +223,7 @@ impl Scanner<'_> {
             let first = out.members.len();
             s.object(|s, key, escaped_key| {
                 let value = s.at;
-                s.value()?;
+                s.item()?;
                 out.members.push(MemberSpan {
                     key,
                     value: value..s.at,
