@@ -29,7 +29,7 @@ pub struct Shaping<'s> {
 #[derive(Debug, Default)]
 pub struct Records<'a> {
     members: Vec<Member<'a>>,
-    /// The answer's text, which [`Member::compact`] spans index.
+    /// The answer's text, which the members' spans index.
     body: &'a str,
 }
 
