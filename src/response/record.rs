@@ -39,8 +39,6 @@ struct Member<'a> {
     /// The name the key spells, as bytes ([`raw::Member::name`]).
     name: Cow<'a, [u8]>,
     value: MemberValue,
-    /// Where `"key":value` lies in the body while the member is as Zabbix wrote it there.
-    compact: Option<Range<usize>>,
 }
 
 /// How a member's key is written.
@@ -92,12 +90,11 @@ impl<'a> Records<'a> {
             };
             seen |= bit;
             match earlier {
-                Some(member) => member.set(MemberValue::Zabbix(pair.value_span())),
+                Some(member) => member.value = MemberValue::Zabbix(pair.value_span()),
                 None => members.push(Member {
                     key: Key::Zabbix(pair.key_span()),
                     name,
                     value: MemberValue::Zabbix(pair.value_span()),
-                    compact: pair.compact(),
                 }),
             }
         }
@@ -138,12 +135,10 @@ impl<'a> Records<'a> {
         let mut run: Option<Range<usize>> = None;
         let mut first = true;
         for member in &self.members {
-            if let Some(span) = &member.compact {
+            if let Some(span) = member.compact() {
                 match &mut run {
                     Some(run) if run.end + 1 == span.start => run.end = span.end,
-                    _ => {
-                        self.flush(run.replace(span.clone()), &mut first, out);
-                    }
+                    _ => self.flush(run.replace(span), &mut first, out),
                 }
                 continue;
             }
@@ -186,10 +181,16 @@ impl<'a> Records<'a> {
 }
 
 impl Member<'_> {
-    /// Gives the member another value: it is no longer as the body has it.
-    fn set(&mut self, value: MemberValue) {
-        self.value = value;
-        self.compact = None;
+    /// Where `"key":value` lies in the body while the member is as Zabbix wrote it there,
+    /// with only the colon between (Zabbix writes compact JSON). A renamed key, the `uri`
+    /// or a repeat's later value (never right after the first key) is not.
+    fn compact(&self) -> Option<Range<usize>> {
+        match (&self.key, &self.value) {
+            (Key::Zabbix(key), MemberValue::Zabbix(value)) if key.end + 1 == value.start => {
+                Some(key.start..value.end)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -216,12 +217,11 @@ fn name_bit(name: &[u8]) -> u64 {
 /// Sets `name` to `value`: in place if present, else at the end.
 fn insert(members: &mut Vec<Member<'_>>, name: &'static str, value: MemberValue) {
     match members.iter_mut().find(|m| *m.name == *name.as_bytes()) {
-        Some(member) => member.set(value),
+        Some(member) => member.value = value,
         None => members.push(Member {
             key: Key::Ours(name),
             name: Cow::Borrowed(name.as_bytes()),
             value,
-            compact: None,
         }),
     }
 }

@@ -91,7 +91,7 @@ fn element<'a>(text: &'a str, span: &'a ElementSpan, members: &'a [MemberSpan]) 
 }
 
 impl<'a> Members<'a> {
-    /// The whole body the members are slices of (what [`Member::compact`] indexes).
+    /// The whole body the members' spans index.
     pub fn text(&self) -> &'a str {
         self.text
     }
@@ -129,14 +129,6 @@ impl<'a> Member<'a> {
             let inner = key.start + 1..key.end.saturating_sub(1);
             Cow::Borrowed(self.text.as_bytes().get(inner).unwrap_or_default())
         }
-    }
-
-    /// Where `"key":value` lies in the body when nothing stands between the key and the
-    /// value but the colon (Zabbix writes compact JSON): members so written one after
-    /// another can be copied as one piece of the body.
-    pub fn compact(&self) -> Option<Range<usize>> {
-        let MemberSpan { key, value, .. } = self.span;
-        (key.end + 1 == value.start).then_some(key.start..value.end)
     }
 }
 
@@ -221,13 +213,6 @@ mod tests {
                         assert_eq!(name, unquote(m.key()));
                         assert_eq!(&body[m.key_span()], m.key());
                         assert_eq!(&body[m.value_span()], m.value());
-                        let compact = format!("{}:{}", m.key(), m.value());
-                        assert_eq!(
-                            m.compact().map(|span| &body[span]),
-                            body[m.key_span().start..]
-                                .starts_with(&compact)
-                                .then_some(&compact[..])
-                        );
                         (name, m.value().to_owned())
                     })
                     .collect()),

@@ -108,8 +108,8 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
     }
     let mut spans = Spans::default();
     let mut seen = [false; 2];
-    scanner.object(|s, key, _| {
-        let Ok(slot) = slot_of(&s.bytes[key.clone()]) else {
+    scanner.object(|s, key, escaped| {
+        let Ok(slot) = slot_of(&s.bytes[key.clone()], escaped) else {
             return Err(ScanError {
                 what: "a member name that does not decode",
                 at: key.start,
@@ -150,12 +150,12 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
     Ok(spans)
 }
 
-/// The member a key (quotes included, checked already) names, if one we look for; `Err` if
-/// its escapes do not decode (the string check refuses the one such case, a lone surrogate,
+/// The member a key (quotes included, checked already; `escaped` if it has an escape, as
+/// the scan found) names, if one we look for; `Err` if its escapes do not decode (the string check refuses the one such case, a lone surrogate,
 /// already; a failure here still refuses the body).
-fn slot_of(quoted: &[u8]) -> Result<Option<Slot>, ()> {
+fn slot_of(quoted: &[u8], escaped: bool) -> Result<Option<Slot>, ()> {
     let inner = &quoted[1..quoted.len() - 1];
-    let name: Cow<'_, [u8]> = if inner.contains(&b'\\') {
+    let name: Cow<'_, [u8]> = if escaped {
         // Escaped keys still name the members they spell.
         let decoded = serde_json::from_slice::<String>(quoted).map_err(|_| ())?;
         Cow::Owned(decoded.into_bytes())
