@@ -32,6 +32,10 @@ use zabbix_mcp_guard::policy::{
 };
 use zabbix_mcp_guard::zabbix::ZabbixVersion;
 
+// Scratch files as the tests keep them: one directory per process, swept once it is gone.
+#[path = "../src/scratch.rs"]
+mod scratch;
+
 const DEFAULT_ITERATIONS: usize = 20_000;
 
 struct Row {
@@ -47,11 +51,7 @@ fn main() {
         .find_map(|a| a.parse::<usize>().ok())
         .unwrap_or(DEFAULT_ITERATIONS)
         .max(1);
-    let scratch = std::env::temp_dir().join(format!("zmg-bench-log-{}", std::process::id()));
-    if let Err(error) = std::fs::create_dir_all(&scratch) {
-        eprintln!("cannot create {}: {error}", scratch.display());
-        std::process::exit(1);
-    }
+    let scratch = scratch::dir("bench-log");
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
     println!(
         "decision log and tools/list cost: {iterations} per row, build {}, load average {}",

@@ -24,6 +24,8 @@ pub mod pidfile;
 pub mod policy;
 pub mod ratelimit;
 pub mod response;
+#[cfg(test)]
+pub(crate) mod scratch;
 pub mod server;
 pub(crate) mod simd;
 pub mod startup;

@@ -121,7 +121,6 @@ fn write_atomically(path: &Path, pid: u32) -> io::Result<()> {
 mod tests {
     use std::fs;
     use std::path::PathBuf;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::{PidFile, PidFileError};
 
@@ -137,15 +136,7 @@ mod tests {
     }
 
     fn test_dir(name: &str) -> TestDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let unique = format!(
-            "zabbix-mcp-guard-pidfile-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = std::env::temp_dir().join(unique);
-        fs::create_dir_all(&path).expect("temp dir");
-        TestDir(path)
+        TestDir(crate::scratch::dir(&format!("pidfile-{name}")))
     }
 
     fn content(path: &std::path::Path) -> String {

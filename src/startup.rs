@@ -127,9 +127,7 @@ mod tests {
         );
         // A policy that requires approval, or denies writes, is not "never asked".
         config.session_mode = SessionMode::Stateless;
-        let dir =
-            std::env::temp_dir().join(format!("zmg-startup-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::dir("startup");
         std::fs::write(
             dir.join("p.rego"),
             "package zabbix.mcp\ndecision := {\"allow\": true, \"approval\": \"required\"}\n",

@@ -4,18 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// Scratch directories as tests/common keeps them, without the rest of tests/common.
+#[path = "../src/scratch.rs"]
+mod scratch;
+use scratch::dir as temp_dir;
+
 const UNIT: &str = "deploy/systemd/zabbix-mcp-guard.service";
 const PACKAGED_CONF: &str = "deploy/debian/zabbix_mcp_guard.conf";
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zmg-deploy-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 /// The unit with ExecStart pointing at the binary under test (verify checks that the

@@ -132,8 +132,7 @@ fn test_config_flag_validates_the_example_file() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("DenyTool=history_get"), "{text}");
 
-    let dir = std::env::temp_dir().join(format!("zmg-badconf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("badconf");
     let bad = dir.join("bad.conf");
     std::fs::write(
         &bad,

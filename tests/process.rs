@@ -7,8 +7,7 @@ use std::time::Duration;
 #[test]
 fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
     let lab = common::lab(7);
-    let dir = std::env::temp_dir().join(format!("zmg-process-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("process");
     let log = dir.join("guard.log");
     let pid = dir.join("guard.pid");
     let port = common::free_port();
@@ -66,8 +65,7 @@ fn worker_threads_set_the_runtime_and_calls_are_served() {
 
 fn serves_calls_with(workers: &str) {
     let lab = common::lab(7);
-    let dir = std::env::temp_dir().join(format!("zmg-workers-{workers}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir(&format!("workers-{workers}"));
     let log = dir.join("guard.log");
     let port = common::free_port();
     let mut child = common::binary(&lab.url, port, &log)

@@ -213,8 +213,7 @@ fn errors_name_the_variable() {
 
 #[test]
 fn unset_references_keep_the_default_only_under_the_contract() {
-    let dir = std::env::temp_dir().join(format!("zmg-image-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch::dir("image");
     let file = dir.join("main.conf");
     std::fs::write(
         &file,

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::{
@@ -15,17 +14,12 @@ use crate::exposure::Exposure;
 
 const KEY: &str = "5a1f930c7e44d2813ba60fe92578c4119d6237fa08be53c16a2e947de01548b3";
 
-/// A directory under the system temp dir, removed on drop.
+/// A fresh scratch directory (`crate::scratch`), removed on drop.
 struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("zmg-config-{}-{n}-{name}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
+        TempDir(crate::scratch::dir(&format!("config-{name}")))
     }
 
     fn write(&self, name: &str, text: &str) -> PathBuf {

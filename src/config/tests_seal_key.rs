@@ -26,7 +26,7 @@ fn load(params: &[(Param, &str)]) -> Result<Config, ConfigError> {
 }
 
 fn key_file(name: &str, text: &str, mode: u32) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("zmg-seal-{}-{name}", std::process::id()));
+    let path = crate::scratch::dir("seal").join(name);
     fs::write(&path, text).unwrap();
     #[cfg(unix)]
     {

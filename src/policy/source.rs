@@ -226,15 +226,9 @@ pub(crate) mod tests {
     use super::{Files, Fingerprint, PolicySources};
     use crate::policy::PolicyError;
 
-    /// A fresh empty directory under the system temp dir.
+    /// A fresh empty directory, under this process's scratch root.
     pub(crate) fn temp_dir(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "zmg-policy-{tag}-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ));
-        fs::create_dir_all(&dir).expect("create temp dir");
-        dir
+        crate::scratch::dir(&format!("policy-{tag}"))
     }
 
     #[test]

@@ -134,22 +134,13 @@ fn subscriber(sink: Arc<Sink>, filter: EnvFilter) -> impl tracing::Subscriber + 
     tracing_subscriber::registry().with(layer.with_filter(filter))
 }
 
-/// A fresh directory under the system temp dir, removed when dropped.
+/// A fresh scratch directory (`crate::scratch`), removed when dropped.
 #[cfg(test)]
 pub(crate) struct TestDir(PathBuf);
 
 #[cfg(test)]
 pub(crate) fn test_dir(name: &str) -> TestDir {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let unique = format!(
-        "zabbix-mcp-guard-telemetry-{name}-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let path = std::env::temp_dir().join(unique);
-    std::fs::create_dir_all(&path).expect("temp dir");
-    TestDir(path)
+    TestDir(crate::scratch::dir(&format!("telemetry-{name}")))
 }
 
 #[cfg(test)]

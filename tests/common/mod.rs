@@ -13,6 +13,11 @@ pub mod version_front;
 pub mod write_suite;
 pub mod zapi;
 
+// Scratch directories as src's unit tests keep them: one root per test process.
+#[path = "../../src/scratch.rs"]
+mod scratch;
+pub(crate) use scratch::dir as scratch_dir;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -182,13 +187,9 @@ pub fn terminate(child: &mut std::process::Child) -> std::io::Result<std::proces
     child.wait()
 }
 
-/// A fresh path under the temp directory, unique per call.
+/// A fresh path (not made yet) in a directory of its own, unique per call.
 pub fn temp_path(name: &str) -> PathBuf {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let dir = std::env::temp_dir().join(format!("zmg-test-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+    scratch_dir(name).join(name)
 }
 
 pub async fn start(lab: &Lab) -> Guard {

@@ -16,8 +16,7 @@ pub struct Pki {
 }
 
 pub fn pki(name: &str) -> Pki {
-    let dir = std::env::temp_dir().join(format!("zmg-pki-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = super::scratch_dir(&format!("pki-{name}"));
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca_key = KeyPair::generate().unwrap();
