@@ -276,8 +276,11 @@ pub struct Browser {
 impl Browser {
     pub async fn start() -> Browser {
         let port = common::free_port();
+        // Chromium's profile and its scoped dirs go where TMPDIR says: into this test
+        // process's scratch, swept with it, not left in /tmp when a run is cut short.
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .env("TMPDIR", common::scratch_dir("chromium"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
