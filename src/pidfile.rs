@@ -120,23 +120,15 @@ fn write_atomically(path: &Path, pid: u32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::path::PathBuf;
 
     use super::{PidFile, PidFileError};
+    use crate::scratch::Scratch;
 
     /// Above Linux's largest possible pid_max (2^22), so never a live process.
     const DEAD_PID: u32 = 4_194_305;
 
-    struct TestDir(PathBuf);
-
-    impl Drop for TestDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn test_dir(name: &str) -> TestDir {
-        TestDir(crate::scratch::dir(&format!("pidfile-{name}")))
+    fn test_dir(name: &str) -> Scratch {
+        Scratch::new(&format!("pidfile-{name}"))
     }
 
     fn content(path: &std::path::Path) -> String {
@@ -146,11 +138,11 @@ mod tests {
     #[test]
     fn writes_our_pid_and_removes_it_on_drop() {
         let dir = test_dir("create");
-        let path = dir.0.join("guard.pid");
+        let path = dir.join("guard.pid");
         let pid_file = PidFile::create(&path).expect("created");
         assert_eq!(pid_file.path(), path);
         assert_eq!(content(&path), format!("{}\n", std::process::id()));
-        let leftovers = fs::read_dir(&dir.0).expect("dir").count();
+        let leftovers = fs::read_dir(&*dir).expect("dir").count();
         assert_eq!(leftovers, 1, "no temp file left behind");
         drop(pid_file);
         assert!(!path.exists());
@@ -159,7 +151,7 @@ mod tests {
     #[test]
     fn replaces_a_stale_file() {
         let dir = test_dir("stale");
-        let path = dir.0.join("guard.pid");
+        let path = dir.join("guard.pid");
         for stale in [
             format!("{DEAD_PID}\n"),
             "not a pid".to_owned(),
@@ -175,7 +167,7 @@ mod tests {
     #[test]
     fn our_own_pid_counts_as_stale() {
         let dir = test_dir("own");
-        let path = dir.0.join("guard.pid");
+        let path = dir.join("guard.pid");
         fs::write(&path, std::process::id().to_string()).expect("own pid");
         PidFile::create(&path).expect("replaced");
     }
@@ -183,7 +175,7 @@ mod tests {
     #[test]
     fn refuses_when_the_named_process_runs() {
         let dir = test_dir("live");
-        let path = dir.0.join("guard.pid");
+        let path = dir.join("guard.pid");
         // Our parent (cargo or the shell) outlives this test.
         let parent = std::os::unix::process::parent_id();
         fs::write(&path, format!("{parent}\n")).expect("live pid");
@@ -199,7 +191,7 @@ mod tests {
     #[test]
     fn drop_leaves_a_file_that_names_another_process() {
         let dir = test_dir("replaced");
-        let path = dir.0.join("guard.pid");
+        let path = dir.join("guard.pid");
         let pid_file = PidFile::create(&path).expect("created");
         fs::write(&path, format!("{DEAD_PID}\n")).expect("taken over");
         drop(pid_file);
@@ -209,14 +201,14 @@ mod tests {
     #[test]
     fn errors_name_the_path() {
         let dir = test_dir("nodir");
-        let path = dir.0.join("missing").join("guard.pid");
+        let path = dir.join("missing").join("guard.pid");
         let error = PidFile::create(&path).expect_err("no such directory");
         assert!(matches!(error, PidFileError::Write { .. }));
         assert!(
             error.to_string().contains(&path.display().to_string()),
             "{error}"
         );
-        let dir_as_file = dir.0.clone();
+        let dir_as_file = dir.to_path_buf();
         let error = PidFile::create(&dir_as_file).expect_err("a directory");
         assert!(matches!(error, PidFileError::Read { .. }), "{error}");
     }

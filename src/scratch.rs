@@ -20,6 +20,40 @@ pub(crate) fn dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A scratch directory ([`dir`]) removed when dropped, for tests that make many.
+#[allow(dead_code)] // not every file that includes this one needs it
+pub(crate) struct Scratch(PathBuf);
+
+#[allow(dead_code)]
+impl Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
+        Scratch(dir(name))
+    }
+
+    /// Writes `text` to `name` under the directory (parents made as needed).
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("scratch subdirectory");
+        }
+        fs::write(&path, text).expect("scratch file");
+        path
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 /// This process's directory, made on first use after sweeping the ones of processes gone.
 fn root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();

@@ -11,30 +11,9 @@ use super::{
     Sources, TlsAccept,
 };
 use crate::exposure::Exposure;
+use crate::scratch::Scratch;
 
 const KEY: &str = "5a1f930c7e44d2813ba60fe92578c4119d6237fa08be53c16a2e947de01548b3";
-
-/// A fresh scratch directory (`crate::scratch`), removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        TempDir(crate::scratch::dir(&format!("config-{name}")))
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 fn sources(file: &Path) -> Sources {
     Sources {
@@ -43,7 +22,7 @@ fn sources(file: &Path) -> Sources {
     }
 }
 
-fn load_text(dir: &TempDir, text: &str) -> Result<Config, ConfigError> {
+fn load_text(dir: &Scratch, text: &str) -> Result<Config, ConfigError> {
     Config::load(&sources(&dir.write("main.conf", text)))
 }
 
@@ -94,7 +73,7 @@ fn api_url_joins_the_endpoint() {
 
 #[test]
 fn every_parameter_from_a_file() {
-    let dir = TempDir::new("all");
+    let dir = Scratch::new("config-all");
     let cert = dir.write("tls/cert.pem", "x");
     let key = dir.write("tls/key.pem", "x");
     let ca = dir.write("tls/ca.pem", "x");
@@ -155,7 +134,7 @@ fn every_parameter_from_a_file() {
 
 #[test]
 fn includes_files_directories_and_patterns() {
-    let dir = TempDir::new("include");
+    let dir = Scratch::new("config-include");
     dir.write("conf.d/20-b.conf", "DenyTool=b\n");
     dir.write("conf.d/10-a.conf", "DenyTool=a\n");
     dir.write("conf.d/30-c.conf.bak", "DenyTool=bak\n");
@@ -164,7 +143,7 @@ fn includes_files_directories_and_patterns() {
     dir.write("one.conf", "DenyTool=one\nInclude=all\n");
     let main = format!(
         "{BASE}Include=one.conf\nInclude={}/conf.d/*.conf\nDenyTool=last\n",
-        dir.0.display()
+        dir.display()
     );
     let c = load_text(&dir, &main).unwrap();
     let rules: Vec<&str> = c.tool_rules.iter().map(|r| r.pattern().as_str()).collect();
@@ -178,17 +157,14 @@ fn includes_files_directories_and_patterns() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with(&format!(
-            "{}:3: Include: ",
-            dir.0.join("main.conf").display()
-        )),
+        err.starts_with(&format!("{}:3: Include: ", dir.join("main.conf").display())),
         "{err}"
     );
 }
 
 #[test]
 fn include_cycles_hit_the_depth_limit() {
-    let dir = TempDir::new("cycle");
+    let dir = Scratch::new("config-cycle");
     dir.write("loop.conf", "Include=loop.conf\n");
     let err = load_text(&dir, &format!("{BASE}Include=loop.conf\n")).unwrap_err();
     assert!(
@@ -199,7 +175,7 @@ fn include_cycles_hit_the_depth_limit() {
 
 #[test]
 fn expands_environment_variables_in_values() {
-    let dir = TempDir::new("expand");
+    let dir = Scratch::new("config-expand");
     let file = dir.write(
         "main.conf",
         "FrontendURL=https://${ZBX_HOST}/\nAllowedIP=${NETS}\n",
@@ -227,8 +203,8 @@ fn expands_environment_variables_in_values() {
 
 #[test]
 fn errors_name_file_line_and_parameter() {
-    let dir = TempDir::new("errors");
-    let path = dir.0.join("main.conf");
+    let dir = Scratch::new("config-errors");
+    let path = dir.join("main.conf");
     let p = path.display();
     let cases = [
         (format!("{BASE}Timeout=45\n"), format!("{p}:3: Timeout: value 45 is out of range 3-30")),
@@ -262,7 +238,7 @@ fn errors_name_file_line_and_parameter() {
 
 #[test]
 fn repeats_across_includes_and_encoding_errors() {
-    let dir = TempDir::new("repeat");
+    let dir = Scratch::new("config-repeat");
     let inc = dir.write("inc.conf", "\nTimeout=4\n");
     let err = load_text(&dir, &format!("{BASE}Timeout=3\nInclude=inc.conf\n"))
         .unwrap_err()
@@ -277,14 +253,14 @@ fn repeats_across_includes_and_encoding_errors() {
     let bom = dir.write("bom.conf", &format!("\u{feff}{BASE}"));
     let err = Config::load(&sources(&bom)).unwrap_err();
     assert!(matches!(err, ConfigError::Bom { .. }), "{err}");
-    let latin1 = dir.0.join("latin1.conf");
+    let latin1 = dir.join("latin1.conf");
     fs::write(&latin1, b"FrontendURL=https://z\nToolPrefix=\xe9\n").unwrap();
     let err = Config::load(&sources(&latin1)).unwrap_err().to_string();
     assert_eq!(
         err,
         format!("{}:2: the line is not valid UTF-8", latin1.display())
     );
-    let err = Config::load(&sources(&dir.0.join("absent.conf")))
+    let err = Config::load(&sources(&dir.join("absent.conf")))
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("cannot read "), "{err}");
@@ -292,7 +268,7 @@ fn repeats_across_includes_and_encoding_errors() {
 
 #[test]
 fn flags_win_over_variables_and_variables_over_the_file() {
-    let dir = TempDir::new("precedence");
+    let dir = Scratch::new("config-precedence");
     let file = dir.write(
         "main.conf",
         &format!(
@@ -389,7 +365,7 @@ fn rendering_masks_the_secret() {
 
 #[test]
 fn shipped_example_is_valid() {
-    let dir = TempDir::new("example");
+    let dir = Scratch::new("config-example");
     let file = dir.write(
         "zabbix_mcp_guard.conf",
         include_str!("../../examples/zabbix_mcp_guard.conf"),
@@ -413,7 +389,7 @@ fn shipped_example_is_valid() {
 
 #[test]
 fn decision_log_file_size_is_read_in_megabytes_and_ranged() {
-    let dir = TempDir::new("decision-log-size");
+    let dir = Scratch::new("config-decision-log-size");
     assert_eq!(load_text(&dir, BASE).unwrap().decision_log_file_size_mb, 0);
     let c = load_text(&dir, &format!("{BASE}DecisionLogFileSize=64\n")).unwrap();
     assert_eq!(c.decision_log_file_size_mb, 64);
@@ -428,7 +404,7 @@ fn decision_log_file_size_is_read_in_megabytes_and_ranged() {
 
 #[test]
 fn approval_page_and_shared_store() {
-    let dir = TempDir::new("approval-page");
+    let dir = Scratch::new("config-approval-page");
     let base = "FrontendURL=http://127.0.0.1/\nAllowedIP=127.0.0.1\n";
     let off = load_text(&dir, base).unwrap();
     assert!(off.approval_page.is_none() && off.shared_store.is_none());
@@ -458,7 +434,7 @@ fn approval_page_and_shared_store() {
 
 #[test]
 fn status_listener_is_off_by_default_and_needs_its_port() {
-    let dir = TempDir::new("status-listener");
+    let dir = Scratch::new("config-status-listener");
     let off = load_text(&dir, BASE).unwrap();
     assert!(off.status_listener.is_none());
     assert!(off.render_effective().contains("\nStatusListenPort=\n"));

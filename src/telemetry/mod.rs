@@ -134,28 +134,10 @@ fn subscriber(sink: Arc<Sink>, filter: EnvFilter) -> impl tracing::Subscriber + 
     tracing_subscriber::registry().with(layer.with_filter(filter))
 }
 
-/// A fresh scratch directory (`crate::scratch`), removed when dropped.
+/// A fresh scratch directory for the module's tests, removed when dropped.
 #[cfg(test)]
-pub(crate) struct TestDir(PathBuf);
-
-#[cfg(test)]
-pub(crate) fn test_dir(name: &str) -> TestDir {
-    TestDir(crate::scratch::dir(&format!("telemetry-{name}")))
-}
-
-#[cfg(test)]
-impl std::ops::Deref for TestDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-#[cfg(test)]
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+pub(crate) fn test_dir(name: &str) -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new(&format!("telemetry-{name}"))
 }
 
 #[cfg(test)]
