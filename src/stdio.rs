@@ -12,9 +12,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -166,5 +166,14 @@ impl ServerHandler for StdioHandler {
     ) -> Result<ReadResourceResponse, McpError> {
         self.attach(&mut context).await?;
         self.inner.read_resource(request, context).await
+    }
+
+    /// Needs no caller: the answer is an error about the request itself.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        self.inner.on_custom_request(request, context).await
     }
 }

@@ -209,3 +209,54 @@ fn the_python_sdk_spawns_stdio_and_calls_a_tool() {
         "{summary}"
     );
 }
+
+/// A request whose params are not the method's, written as raw lines: the same `-32602`
+/// naming the fault as over HTTP, not "method not found".
+#[test]
+fn unreadable_params_are_invalid_params_over_stdio() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let lab = common::lab(7);
+    let policies = policy_dir();
+    let mut child = Running(
+        binary(&lab, Some(&lab.token_viewer), &policies)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawns"),
+    );
+    let mut stdin = child.0.stdin.take().expect("stdin");
+    let stdout = child.0.stdout.take().expect("stdout");
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-lines", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call"}),
+    ] {
+        writeln!(stdin, "{line}").expect("written");
+    }
+    // Read on a thread of its own: a missing answer fails the test instead of hanging it.
+    let (answers, arrived) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if message["id"] == 2 {
+                let _ = answers.send(message);
+                return;
+            }
+        }
+    });
+    let answer = arrived
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("an answer to id 2");
+    drop(stdin);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "invalid params for tools/call: missing field `params`"
+    );
+}

@@ -5,6 +5,7 @@ mod common;
 use common::{config_for, labs, read, start, start_with};
 use rmcp::model::ProtocolVersion;
 use serde_json::json;
+use zabbix_mcp_guard::config::SessionMode;
 
 fn http() -> reqwest::Client {
     common::init();
@@ -157,5 +158,127 @@ async fn oversized_bodies_are_refused() {
         .await
         .unwrap();
     assert_eq!(response.status(), 413);
+    guard.stop().await;
+}
+
+/// A body posted with the headers a client sends, answered with status and JSON body.
+async fn post(guard: &common::Guard, token: &str, body: &str) -> (u16, serde_json::Value) {
+    let response = http()
+        .post(&guard.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    (status, json)
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_json_rpc_errors_in_both_session_modes() {
+    let lab = common::lab(7);
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let cases: [(&str, i64, &str); 9] = [
+        ("", -32700, "the body is not JSON: EOF"),
+        ("{", -32700, "the body is not JSON: EOF"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\ud800"}}"#,
+            -32700,
+            "the body is not JSON",
+        ),
+        (&deep, -32700, "the body is not JSON: recursion limit"),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+            -32600,
+            "the body is a JSON-RPC batch",
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#,
+            -32600,
+            r#""jsonrpc" must be "2.0""#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#,
+            -32600,
+            r#""id" must be"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":["tools/list"]}"#,
+            -32600,
+            r#""method" must be"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            -32600,
+            r#"the object has no "method""#,
+        ),
+    ];
+    for mode in [SessionMode::Stateless, SessionMode::Stateful] {
+        let mut config = config_for(&lab.url);
+        config.session_mode = mode;
+        let guard = start_with(config).await;
+        for (body, code, message) in &cases {
+            let (status, answer) = post(&guard, &lab.token, body).await;
+            let shown = &body[..body.len().min(60)];
+            assert_eq!(status, 400, "{mode:?} {shown}: {answer}");
+            assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+            assert!(answer["id"].is_null(), "{answer}");
+            assert_eq!(answer["error"]["code"], *code, "{mode:?} {shown}: {answer}");
+            let text = answer["error"]["message"].as_str().unwrap();
+            assert!(text.starts_with(message), "{mode:?} {shown}: {text}");
+        }
+        guard.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn tool_calls_with_unreadable_params_are_invalid_params_naming_the_fault() {
+    let lab = common::lab(7);
+    let guard = start(&lab).await;
+    let cases = [
+        (json!(null), "missing field `params`"),
+        (json!({"arguments": {"limit": 1}}), "missing field `name`"),
+        (
+            json!({"name": "host_get", "arguments": [1]}),
+            "invalid type: sequence",
+        ),
+        (
+            json!({"name": 7}),
+            "invalid type: integer `7`, expected a string",
+        ),
+    ];
+    for (params, why) in cases {
+        let mut request = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call"});
+        if !params.is_null() {
+            request["params"] = params;
+        }
+        let (status, answer) = post(&guard, &lab.token, &request.to_string()).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["id"], 5, "{answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let text = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            text.starts_with("invalid params for tools/call: "),
+            "{text}"
+        );
+        assert!(text.contains(why), "{text}");
+    }
+    // A duplicated key is refused by rmcp's reading too, and said so.
+    let body = r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"host_get","name":"host_get"}}"#;
+    let (_, answer) = post(&guard, &lab.token, body).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "invalid params for tools/call: a key is given more than once"
+    );
+    // Methods this server does not answer stay "method not found".
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"no/such","params":{}}"#;
+    let (_, answer) = post(&guard, &lab.token, body).await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
     guard.stop().await;
 }

@@ -4,20 +4,27 @@
 //!   `structuredContent` (a read tool's output schema describes its success envelope, and
 //!   TypeScript-SDK clients validate any structured content against it);
 //! - a failed request that is not a tool call (tools/list, resources/*) is a JSON-RPC error
-//!   with `data: {code}`; unknown tools and unknown resources are JSON-RPC errors too;
-//! - a request refused before MCP (token, Host/Origin) is an HTTP answer `{error, message}`.
+//!   with `data: {code}`; unknown tools and unknown resources are JSON-RPC errors too, and
+//!   so are requests whose params are not the method's (`-32602`);
+//! - a request refused before MCP (token, Host/Origin) is an HTTP answer `{error, message}`;
+//!   a body that is not a JSON-RPC message is an HTTP 400 carrying a JSON-RPC error.
 //!
 //! Our own failures are `internal_error`, never dressed as Zabbix's.
 
 use http::StatusCode;
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{
+    CallToolRequest, CallToolResult, ContentBlock, CustomRequest, ErrorCode, InitializeRequest,
+    ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PingRequest,
+    ReadResourceRequest,
+};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::ArgError;
 use crate::mcp::approval::ApprovalError;
 use crate::response::ResponseError;
 use crate::server::guard::GuardError;
+use crate::server::malformed::MalformedBody;
 use crate::zabbix::{CallerError, Method, ZabbixError};
 
 /// Why a tool call (or another MCP request) failed.
@@ -275,6 +282,65 @@ pub fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool: {name}"), None)
 }
 
+/// A request body that is not a JSON-RPC message: HTTP 400 with a JSON-RPC error that has
+/// no id (there is none to trust), as the MCP transport asks: `-32700` for text that is not
+/// JSON, `-32600` for JSON that is not a message; the message names the fault.
+pub(crate) fn malformed_body(error: &MalformedBody) -> (StatusCode, Value) {
+    let code = match error {
+        MalformedBody::NotJson(_) => ErrorCode::PARSE_ERROR,
+        MalformedBody::Batch
+        | MalformedBody::NotAnObject(_)
+        | MalformedBody::Version
+        | MalformedBody::Id
+        | MalformedBody::Method
+        | MalformedBody::NoMethod
+        | MalformedBody::Other(_) => ErrorCode::INVALID_REQUEST,
+    };
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code.0, "message": error.to_string()},
+    });
+    (StatusCode::BAD_REQUEST, body)
+}
+
+/// A request rmcp could not read as the method it names hands the handler that method as a
+/// custom request. For a method this server answers, that means its params were wrong:
+/// invalid params, in serde's words (`missing field \`name\``); any other method is
+/// not found, as rmcp answers it.
+pub(crate) fn unreadable_request(request: &CustomRequest) -> McpError {
+    let method = request.method.as_str();
+    let why = match method {
+        "tools/call" => params_error::<CallToolRequest>(request),
+        "tools/list" => params_error::<ListToolsRequest>(request),
+        "resources/read" => params_error::<ReadResourceRequest>(request),
+        "resources/list" => params_error::<ListResourcesRequest>(request),
+        "resources/templates/list" => params_error::<ListResourceTemplatesRequest>(request),
+        "initialize" => params_error::<InitializeRequest>(request),
+        "ping" => params_error::<PingRequest>(request),
+        _ => return McpError::new(ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None),
+    };
+    let message = match why {
+        Some(why) => format!("invalid params for {method}: {why}"),
+        // Read again from the value rmcp kept, they pass: what failed is only in the text,
+        // such as a key given twice (the value kept the last).
+        None => format!("invalid params for {method}: a key is given more than once"),
+    };
+    McpError::invalid_params(message, None)
+}
+
+/// Why `request` is not a `R`: rmcp's own reading of the method and params, redone.
+fn params_error<R: serde::de::DeserializeOwned>(request: &CustomRequest) -> Option<String> {
+    let mut message = Map::new();
+    message.insert("method".into(), Value::from(request.method.as_str()));
+    if let Some(params) = &request.params {
+        message.insert("params".into(), params.clone());
+    }
+    serde_json::from_value::<R>(Value::Object(message))
+        .err()
+        .map(|error| error.to_string())
+}
+
 /// A resource that does not exist or that the caller may not see (deliberately the same).
 pub fn resource_not_found(uri: &str) -> McpError {
     McpError::resource_not_found(format!("resource not found: {uri}"), None)
@@ -433,5 +499,30 @@ mod tests {
         )));
         assert_eq!(down.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
         assert_eq!(down.data, Some(json!({"code": "upstream_unavailable"})));
+    }
+
+    #[test]
+    fn unreadable_requests_of_answered_methods_are_invalid_params() {
+        use rmcp::model::{CustomRequest, ErrorCode};
+
+        use super::unreadable_request;
+
+        let read = unreadable_request(&CustomRequest::new("resources/read", Some(json!({}))));
+        assert_eq!(read.code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            read.message,
+            "invalid params for resources/read: missing field `uri`"
+        );
+        let init = unreadable_request(&CustomRequest::new("initialize", None));
+        assert_eq!(init.code, ErrorCode::INVALID_PARAMS);
+        assert!(
+            init.message.starts_with("invalid params for initialize: "),
+            "{}",
+            init.message
+        );
+        // Methods this server does not answer: not found, as rmcp says it.
+        let prompts = unreadable_request(&CustomRequest::new("prompts/get", Some(json!([]))));
+        assert_eq!(prompts.code, ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(prompts.message, "prompts/get");
     }
 }

@@ -254,7 +254,8 @@ fn accepts_both(headers: &HeaderMap) -> bool {
     json && sse
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+/// A JSON Content-Type, as rmcp checks it before reading the body.
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())

@@ -8,6 +8,7 @@ mod direct_parse;
 mod gate;
 pub mod guard;
 pub mod hangup;
+pub(crate) mod malformed;
 mod ready;
 pub mod routes;
 mod sessions;

@@ -22,10 +22,11 @@ use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors;
 use crate::mcp::splice::Splice;
-use crate::server::direct::{Direct, Served};
+use crate::server::direct::{self, Direct, Served};
 use crate::server::gate::McpGate;
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
+use crate::server::malformed::{self, MalformedBody};
 use crate::server::ready::Readiness;
 use crate::server::sessions::{Admission, SessionOwners};
 
@@ -67,14 +68,30 @@ impl McpEndpoint {
             },
             None => request,
         };
+        // The body stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
+        let json_body = direct::is_json(request.headers());
+        let (parts, body) = request.into_parts();
+        let bytes = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(never) => match never {},
+        };
+        let request = Request::from_parts(parts, Full::new(bytes.clone()));
         let result = match &self.service {
             McpService::Stateless(service) => service.clone().call(request).await,
             McpService::Stateful(service) => service.clone().call(request).await,
         };
-        match result {
+        let response = match result {
             Ok(response) => response,
             Err(never) => match never {},
+        };
+        // rmcp's 415 for a JSON Content-Type is its refusal of the body itself.
+        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
+            && json_body
+            && let Some(error) = malformed::diagnose(&bytes)
+        {
+            return malformed_body(&error);
         }
+        response
     }
 }
 
@@ -282,6 +299,14 @@ fn refused(error: &GuardError) -> Response<Body> {
             .insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     }
     response
+}
+
+/// A body that is not a JSON-RPC message, refused as `mcp::errors` words it.
+fn malformed_body(error: &MalformedBody) -> Response<Body> {
+    let (status, body) = errors::malformed_body(error);
+    let reason = crate::display::escape_text(&error.to_string());
+    tracing::info!(http.response.status_code = status.as_u16(), %reason, "request refused: not a JSON-RPC message");
+    json_response(status, &body)
 }
 
 pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
