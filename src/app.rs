@@ -16,6 +16,7 @@ use crate::policy::{
     PolicySource,
 };
 use crate::ratelimit::RateLimiter;
+use crate::server::rejected::RejectedTokens;
 use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
@@ -33,6 +34,8 @@ pub struct App {
     pub config: Config,
     pub zabbix: ZabbixClient,
     pub callers: CallerResolver,
+    /// Tokens Zabbix rejected, per client address: bounds the lookups one address causes.
+    pub(crate) rejected_tokens: RejectedTokens,
     pub targets: TargetResolver,
     pub exposure: Exposure,
     pub policy: PolicyEngine,
@@ -129,6 +132,7 @@ impl App {
             config,
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
+            rejected_tokens: RejectedTokens::default(),
             targets: TargetResolver::new(TARGET_CACHE_CAPACITY, TARGET_CACHE_TTL),
             exposure,
             policy,

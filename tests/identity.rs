@@ -1,6 +1,7 @@
 //! Caller identity fails closed: a token whose owner's user groups cannot be read (a role
 //! that denies usergroup.get, or a Zabbix that does not answer in time) is refused with
-//! HTTP 503 and a message that says why, and the refusal is not remembered.
+//! HTTP 503 and a message that says why, and the refusal is not remembered. One address
+//! cannot make the sidecar ask Zabbix about token after token.
 
 mod common;
 
@@ -86,5 +87,125 @@ async fn a_usergroup_get_timeout_is_refused_and_not_cached() {
     let (status, body) = initialize(&guard.url, "stub-token").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(stub.group_calls.load(Ordering::SeqCst), 2);
+    guard.stop().await;
+}
+
+/// 64 hex digits, shaped as a Zabbix API token, that no Zabbix issued.
+fn made_up_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+#[tokio::test]
+async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() {
+    let lab = common::lab(7);
+    let guard = start_with(config_for(&lab.url)).await;
+    // A client let in before the guessing starts.
+    let (status, body) = initialize(&guard.url, &lab.token).await;
+    assert_eq!(status, 200, "{body}");
+    for n in 0..20 {
+        let (status, body) = initialize(&guard.url, &made_up_token()).await;
+        assert_eq!(status, 401, "made-up token {n}: {body}");
+    }
+    let response = reqwest::Client::new()
+        .post(&guard.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(made_up_token())
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let wait: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "Retry-After: {wait}");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "rate_limited", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("20 tokens from 127.0.0.1 were rejected by Zabbix within 60 s"),
+        "{message}"
+    );
+    // The token already accepted keeps working; one not yet seen waits like any other.
+    let (status, body) = initialize(&guard.url, &lab.token).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = initialize(&guard.url, &lab.token_viewer).await;
+    assert_eq!(status, 429);
+    let metrics = reqwest::get(format!("{}/metrics", guard.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="refused"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 21"#),
+        "{metrics}"
+    );
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn two_authorization_headers_and_overlong_tokens_are_refused_without_zabbix() {
+    let lab = common::lab(7);
+    let guard = start_with(config_for(&lab.url)).await;
+    let post = |headers: Vec<(&'static str, String)>| {
+        let mut request = reqwest::Client::new()
+            .post(&guard.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+    let response = post(vec![
+        ("authorization", format!("Bearer {}", lab.token)),
+        ("authorization", format!("Bearer {}", lab.token_viewer)),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 401);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["message"],
+        "more than one Authorization header: send one Bearer token"
+    );
+    let response = post(vec![(
+        "authorization",
+        format!("Bearer {}", "a".repeat(257)),
+    )])
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 401);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 256"),
+        "{body}"
+    );
+    let metrics = reqwest::get(format!("{}/metrics", guard.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 0"#),
+        "Zabbix was asked: {metrics}"
+    );
     guard.stop().await;
 }

@@ -83,6 +83,8 @@ pub struct Refusal {
     pub code: &'static str,
     /// The `WWW-Authenticate` challenge MCP clients expect with a 401.
     pub challenge: Option<&'static str>,
+    /// `Retry-After`, in seconds, with a 429.
+    pub retry_after_s: Option<u64>,
 }
 
 const INTERNAL: &str = "internal_error";
@@ -221,16 +223,25 @@ pub fn refusal(error: &GuardError) -> Refusal {
         status: StatusCode::UNAUTHORIZED,
         code: "unauthorized",
         challenge: Some(challenge),
+        retry_after_s: None,
     };
     match error {
         GuardError::MissingToken => unauthorized(CHALLENGE),
-        GuardError::MalformedToken | GuardError::Caller(CallerError::InvalidToken(_)) => {
-            unauthorized(CHALLENGE_INVALID)
-        }
+        GuardError::MalformedToken
+        | GuardError::DuplicateAuthorization
+        | GuardError::TokenTooLong
+        | GuardError::Caller(CallerError::InvalidToken(_)) => unauthorized(CHALLENGE_INVALID),
+        GuardError::TooManyRejectedTokens { retry_after_s, .. } => Refusal {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            code: "rate_limited",
+            challenge: None,
+            retry_after_s: Some(*retry_after_s),
+        },
         GuardError::ForbiddenHost(_) => Refusal {
             status: StatusCode::FORBIDDEN,
             code: "forbidden",
             challenge: None,
+            retry_after_s: None,
         },
         GuardError::Caller(CallerError::Upstream(z)) => {
             let code = zabbix_code(z);
@@ -243,6 +254,7 @@ pub fn refusal(error: &GuardError) -> Refusal {
                 status,
                 code,
                 challenge: None,
+                retry_after_s: None,
             }
         }
         // Never a partial identity: without the groups, group rules would not apply.
@@ -251,6 +263,7 @@ pub fn refusal(error: &GuardError) -> Refusal {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 code: "identity_incomplete",
                 challenge: None,
+                retry_after_s: None,
             }
         }
     }
@@ -487,6 +500,25 @@ mod tests {
             (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
         );
         assert_eq!(ToolError::from(overloaded).code(), "overloaded");
+        let guessing = GuardError::TooManyRejectedTokens {
+            address: "10.0.0.1".parse().unwrap(),
+            retry_after_s: 42,
+        };
+        let waits = refusal(&guessing);
+        assert_eq!(
+            (waits.status, waits.code, waits.retry_after_s),
+            (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(42))
+        );
+        assert!(guessing.to_string().contains("for 42 s"), "{guessing}");
+        for malformed in [GuardError::DuplicateAuthorization, GuardError::TokenTooLong] {
+            let refused = refusal(&malformed);
+            assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+            assert!(
+                refused
+                    .challenge
+                    .is_some_and(|c| c.contains("invalid_token"))
+            );
+        }
     }
 
     #[test]

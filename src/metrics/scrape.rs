@@ -28,6 +28,8 @@ pub struct Scrape {
     pub decision_log_failed: u64,
     pub identity_cache_hits: u64,
     pub identity_cache_misses: u64,
+    /// Unknown tokens not looked up: their address sent too many rejected ones.
+    pub identity_lookups_refused: u64,
     pub policy_reloads_ok: u64,
     pub policy_reloads_failed: u64,
     /// Revision of the running policy set; `None`: no set loaded (every call denied).
@@ -85,10 +87,11 @@ impl Collector for Scrape {
         counters(
             &mut encoder,
             "identity_cache_lookups",
-            "Caller identity lookups by result (hit: cached, miss: asked Zabbix)",
+            "Caller identity lookups by result (hit: cached, miss: asked Zabbix, refused: not asked, the address sent too many rejected tokens)",
             &[
                 ("hit", self.identity_cache_hits),
                 ("miss", self.identity_cache_misses),
+                ("refused", self.identity_lookups_refused),
             ],
         )?;
         counters(

@@ -239,6 +239,7 @@ fn every_family_renders_as_valid_exposition() {
         decision_log_failed: 8,
         identity_cache_hits: 9,
         identity_cache_misses: 10,
+        identity_lookups_refused: 3,
         policy_reloads_ok: 11,
         policy_reloads_failed: 12,
         policy_revision: Some("rev\"1\\\n".into()),
@@ -306,6 +307,7 @@ fn every_family_renders_as_valid_exposition() {
     assert_eq!(v("decision_log_lines_total", &lines("failed")), 8.0);
     assert_eq!(v("identity_cache_lookups_total", &lines("hit")), 9.0);
     assert_eq!(v("identity_cache_lookups_total", &lines("miss")), 10.0);
+    assert_eq!(v("identity_cache_lookups_total", &lines("refused")), 3.0);
     assert_eq!(v("policy_reloads_total", &lines("ok")), 11.0);
     assert_eq!(v("policy_reloads_total", &lines("failed")), 12.0);
     assert_eq!(v("list_decision_sets_total", &lines("evaluated")), 13.0);

@@ -7,7 +7,12 @@ use http::header::AUTHORIZATION;
 use ipnet::IpNet;
 
 use crate::app::App;
+use crate::server::rejected;
 use crate::zabbix::{ApiToken, Caller, CallerError};
+
+/// Longer Bearer tokens are refused before Zabbix is asked; Zabbix API tokens have 64
+/// characters, and this leaves room for other forms without passing on kilobytes.
+pub const MAX_TOKEN_LENGTH: usize = 256;
 
 /// Why a request was refused before MCP.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +21,21 @@ pub enum GuardError {
     MissingToken,
     #[error("the Authorization header is not a Bearer token")]
     MalformedToken,
+    /// Which one would count is up to each intermediary: refused rather than guessed.
+    #[error("more than one Authorization header: send one Bearer token")]
+    DuplicateAuthorization,
+    #[error(
+        "the Bearer token is longer than {MAX_TOKEN_LENGTH} characters (a Zabbix API token has 64)"
+    )]
+    TokenTooLong,
+    /// This address sent more tokens Zabbix rejected than [`rejected::MAX_REJECTED`] in
+    /// [`rejected::WINDOW`]: unknown tokens from it are not looked up for a while.
+    #[error(
+        "{max} tokens from {address} were rejected by Zabbix within {window_s} s: tokens not already accepted are refused from this address for {retry_after_s} s (tokens already accepted keep working)",
+        max = rejected::MAX_REJECTED,
+        window_s = rejected::WINDOW.as_secs()
+    )]
+    TooManyRejectedTokens { address: IpAddr, retry_after_s: u64 },
     #[error(transparent)]
     Caller(#[from] CallerError),
     /// A Host or Origin that is not ours: a DNS-rebinding page or a foreign site.
@@ -100,12 +120,20 @@ pub fn peer_allowed(allowed: &[IpNet], peer: IpAddr) -> bool {
 
 /// The Bearer token of a request, if it has a well-formed one.
 pub fn bearer(headers: &http::HeaderMap) -> Result<ApiToken, GuardError> {
-    let value = headers.get(AUTHORIZATION).ok_or(GuardError::MissingToken)?;
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let value = values.next().ok_or(GuardError::MissingToken)?;
+    if values.next().is_some() {
+        return Err(GuardError::DuplicateAuthorization);
+    }
     let text = value.to_str().map_err(|_| GuardError::MalformedToken)?;
     let (scheme, token) = text.split_once(' ').ok_or(GuardError::MalformedToken)?;
     let token = token.trim();
     if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
         return Err(GuardError::MalformedToken);
+    }
+    // Not sent on to Zabbix: no token it issues is this long.
+    if token.len() > MAX_TOKEN_LENGTH {
+        return Err(GuardError::TokenTooLong);
     }
     Ok(ApiToken::new(token.to_owned()))
 }
@@ -117,7 +145,26 @@ pub async fn authenticate(
     address: IpAddr,
 ) -> Result<Caller, GuardError> {
     let token = bearer(headers)?;
-    let identity = app.callers.resolve(&app.zabbix, &token).await?;
+    let identity = match app.callers.cached(&token).await {
+        Some(identity) => identity,
+        None => {
+            app.rejected_tokens.check(address).map_err(|wait| {
+                GuardError::TooManyRejectedTokens {
+                    address,
+                    retry_after_s: wait.as_secs(),
+                }
+            })?;
+            match app.callers.resolve(&app.zabbix, &token).await {
+                Ok(identity) => identity,
+                Err(error) => {
+                    if matches!(error, CallerError::InvalidToken(_)) {
+                        app.rejected_tokens.record(address);
+                    }
+                    return Err(error.into());
+                }
+            }
+        }
+    };
     Ok(Caller {
         token_id: token.id(),
         token,
@@ -178,5 +225,16 @@ mod tests {
         assert!(matches!(bearer(&h), Err(GuardError::MalformedToken)));
         h.insert("authorization", "Bearer  tok ".parse().unwrap());
         assert_eq!(bearer(&h).unwrap().expose(), "tok");
+        h.append("authorization", "Bearer other".parse().unwrap());
+        assert!(matches!(
+            bearer(&h),
+            Err(GuardError::DuplicateAuthorization)
+        ));
+        let long = format!("Bearer {}", "a".repeat(super::MAX_TOKEN_LENGTH + 1));
+        h.insert("authorization", long.parse().unwrap());
+        assert!(matches!(bearer(&h), Err(GuardError::TokenTooLong)));
+        let longest = format!("Bearer {}", "a".repeat(super::MAX_TOKEN_LENGTH));
+        h.insert("authorization", longest.parse().unwrap());
+        assert!(bearer(&h).is_ok());
     }
 }

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod hangup;
 pub(crate) mod malformed;
 mod ready;
+pub(crate) mod rejected;
 pub mod routes;
 mod sessions;
 mod status;

@@ -142,6 +142,7 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
         decision_log_failed: app.decisions.write_errors(),
         identity_cache_hits: app.callers.hits(),
         identity_cache_misses: app.callers.misses(),
+        identity_lookups_refused: app.rejected_tokens.refused(),
         policy_reloads_ok: policy.reloads_ok,
         policy_reloads_failed: policy.reloads_failed,
         policy_revision: policy.revision,

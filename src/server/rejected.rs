@@ -1,0 +1,181 @@
+//! Tokens Zabbix rejected, counted per client address. A token is cached only once Zabbix
+//! accepted it, so every unknown token costs a `user.checkAuthentication` in Zabbix's PHP:
+//! without a bound, one client sending token after token makes the sidecar load Zabbix
+//! for it. After [`MAX_REJECTED`] rejections from one address within [`WINDOW`], tokens
+//! from there that are not already known are refused without asking Zabbix until the
+//! window has passed. Known (cached) tokens keep working, so the clients already let in
+//! from a shared address are not locked out by a neighbour guessing.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use moka::sync::Cache;
+
+/// Rejected tokens one address may send within [`WINDOW`] before it must wait.
+pub(crate) const MAX_REJECTED: u32 = 20;
+/// The window starts at an address's first rejection.
+pub(crate) const WINDOW: Duration = Duration::from_secs(60);
+/// Addresses tracked at once (least used dropped beyond).
+const CAPACITY: u64 = 100_000;
+
+/// The rejections of each address in its current window.
+pub(crate) struct RejectedTokens {
+    by_address: Cache<Source, Failures>,
+    max: u32,
+    window: Duration,
+    /// Lookups refused without asking Zabbix (read by `/metrics`).
+    refused: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    since: Instant,
+}
+
+/// Who is counted: an IPv4 address, or the /64 of an IPv6 address (one host can hold a
+/// whole /64 and pick a new address per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Source(IpAddr);
+
+impl Default for RejectedTokens {
+    fn default() -> Self {
+        Self::new(MAX_REJECTED, WINDOW)
+    }
+}
+
+impl RejectedTokens {
+    pub(crate) fn new(max: u32, window: Duration) -> Self {
+        Self {
+            by_address: Cache::builder()
+                .max_capacity(CAPACITY)
+                .time_to_live(window)
+                .build(),
+            max,
+            window,
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// `Err(wait)` while `address` has used up its rejections: an unknown token from it is
+    /// not to be looked up for `wait` (whole seconds, at least one).
+    pub(crate) fn check(&self, address: IpAddr) -> Result<(), Duration> {
+        self.check_at(address, Instant::now())
+    }
+
+    /// Counts a token Zabbix rejected for `address`.
+    pub(crate) fn record(&self, address: IpAddr) {
+        self.record_at(address, Instant::now());
+    }
+
+    fn check_at(&self, address: IpAddr, now: Instant) -> Result<(), Duration> {
+        let Some(failures) = self.by_address.get(&Source::of(address)) else {
+            return Ok(());
+        };
+        let elapsed = now.saturating_duration_since(failures.since);
+        if failures.count < self.max || elapsed >= self.window {
+            return Ok(());
+        }
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        let left = self.window - elapsed;
+        let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+        Err(Duration::from_secs(seconds.max(1)))
+    }
+
+    fn record_at(&self, address: IpAddr, now: Instant) {
+        let window = self.window;
+        self.by_address
+            .entry(Source::of(address))
+            .and_upsert_with(|current| match current.map(|entry| entry.into_value()) {
+                Some(failures) if now.saturating_duration_since(failures.since) < window => {
+                    Failures {
+                        count: failures.count.saturating_add(1),
+                        since: failures.since,
+                    }
+                }
+                _ => Failures {
+                    count: 1,
+                    since: now,
+                },
+            });
+    }
+
+    /// Lookups refused without asking Zabbix.
+    pub(crate) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+impl Source {
+    fn of(address: IpAddr) -> Source {
+        match address {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Source(IpAddr::V4(v4)),
+                None => {
+                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                    Source(IpAddr::V6(prefix.into()))
+                }
+            },
+            v4 => Source(v4),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+    use std::time::{Duration, Instant};
+
+    use super::RejectedTokens;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an address")
+    }
+
+    #[test]
+    fn an_address_waits_after_its_rejections_and_others_do_not() {
+        let rejected = RejectedTokens::new(3, Duration::from_secs(60));
+        for _ in 0..3 {
+            assert!(rejected.check(ip("10.0.0.1")).is_ok());
+            rejected.record(ip("10.0.0.1"));
+        }
+        let wait = rejected.check(ip("10.0.0.1")).expect_err("used up");
+        assert!(
+            wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
+            "{wait:?}"
+        );
+        assert!(rejected.check(ip("10.0.0.2")).is_ok());
+        assert_eq!(rejected.refused(), 1);
+    }
+
+    #[test]
+    fn the_window_ends() {
+        let rejected = RejectedTokens::new(2, Duration::from_secs(60));
+        let start = Instant::now();
+        rejected.record_at(ip("10.0.0.1"), start);
+        rejected.record_at(ip("10.0.0.1"), start + Duration::from_secs(10));
+        let later = start + Duration::from_millis(59_500);
+        assert_eq!(
+            rejected.check_at(ip("10.0.0.1"), later),
+            Err(Duration::from_secs(1))
+        );
+        let after = start + Duration::from_secs(60);
+        assert!(rejected.check_at(ip("10.0.0.1"), after).is_ok());
+        // A rejection after the window starts a new one.
+        rejected.record_at(ip("10.0.0.1"), after);
+        assert!(rejected.check_at(ip("10.0.0.1"), after).is_ok());
+    }
+
+    #[test]
+    fn an_ipv6_slash_64_counts_as_one_and_mapped_ipv4_as_its_ipv4() {
+        let rejected = RejectedTokens::new(2, Duration::from_secs(60));
+        rejected.record(ip("2001:db8:1:2::1"));
+        rejected.record(ip("2001:db8:1:2:ffff::7"));
+        assert!(rejected.check(ip("2001:db8:1:2::99")).is_err());
+        assert!(rejected.check(ip("2001:db8:1:3::1")).is_ok());
+        rejected.record(ip("::ffff:10.0.0.9"));
+        rejected.record(ip("10.0.0.9"));
+        assert!(rejected.check(ip("10.0.0.9")).is_err());
+    }
+}
