@@ -94,6 +94,11 @@ async fn sessions_are_bound_to_their_token_capped_and_idle_expired() {
             .status()
             .is_success()
     );
+    // Ended: unknown to its owner too, answered as any unknown id.
+    let ended = post(&http, url, "token-a", Some(&session), &initialized).await;
+    assert_eq!(ended.status(), 404);
+    let body: serde_json::Value = ended.json().await.unwrap();
+    assert_eq!(body["error"], "session_not_found");
     let second = post(&http, url, "token-b", None, &initialize()).await;
     assert_eq!(second.status(), 200);
     let second = session_of(&second);

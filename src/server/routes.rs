@@ -149,7 +149,18 @@ where
                             splice.apply(mcp.call(request).await).await
                         }
                         Some(owners) => match owners.admit(request.headers(), &token_id).await {
-                            Ok(Admission::Existing) => mcp.call(request).await,
+                            Ok(Admission::Existing) => {
+                                let ended = (request.method() == Method::DELETE)
+                                    .then(|| owners.session_of(request.headers()))
+                                    .flatten();
+                                let response = mcp.call(request).await;
+                                if let Some(id) = ended
+                                    && response.status().is_success()
+                                {
+                                    owners.forget(&id);
+                                }
+                                response
+                            }
                             Ok(Admission::New(_creating)) => {
                                 let response = mcp.call(request).await;
                                 owners.record(response.headers(), &token_id).await;

@@ -78,6 +78,20 @@ impl SessionOwners {
         Ok(Admission::New(guard))
     }
 
+    /// The session id a request names.
+    pub(crate) fn session_of(&self, headers: &HeaderMap) -> Option<String> {
+        let id = headers.get(SESSION_HEADER)?.to_str().ok()?;
+        Some(id.to_owned())
+    }
+
+    /// Forgets a session its owner ended (`DELETE`): later requests naming it get the
+    /// same `session_not_found` as any unknown id.
+    pub(crate) fn forget(&self, id: &str) {
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.remove(id);
+        }
+    }
+
     /// Sessions open now (read by `/metrics`).
     pub async fn open(&self) -> usize {
         self.manager.sessions.read().await.len()
