@@ -90,6 +90,12 @@ async fn a_usergroup_get_timeout_is_refused_and_not_cached() {
     guard.stop().await;
 }
 
+/// The guard's `/metrics` text.
+async fn metrics(guard: &common::Guard) -> String {
+    let response = reqwest::get(format!("{}/metrics", guard.base)).await;
+    response.unwrap().text().await.unwrap()
+}
+
 /// 64 hex digits, shaped as a Zabbix API token, that no Zabbix issued.
 fn made_up_token() -> String {
     format!(
@@ -138,12 +144,7 @@ async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() 
     assert_eq!(status, 200, "{body}");
     let (status, _) = initialize(&guard.url, &lab.token_viewer).await;
     assert_eq!(status, 429);
-    let metrics = reqwest::get(format!("{}/metrics", guard.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&guard).await;
     assert!(
         metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="refused"} 2"#),
         "{metrics}"
@@ -197,12 +198,7 @@ async fn two_authorization_headers_and_overlong_tokens_are_refused_without_zabbi
             .contains("longer than 256"),
         "{body}"
     );
-    let metrics = reqwest::get(format!("{}/metrics", guard.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&guard).await;
     assert!(
         metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 0"#),
         "Zabbix was asked: {metrics}"
