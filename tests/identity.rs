@@ -112,7 +112,16 @@ async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() 
     // A client let in before the guessing starts.
     let (status, body) = initialize(&guard.url, &lab.token).await;
     assert_eq!(status, 200, "{body}");
-    for n in 0..20 {
+    // One rejected token sent again (a client retrying a revoked token): the same 401,
+    // Zabbix asked once, counted once.
+    let revoked = made_up_token();
+    let (status, first) = initialize(&guard.url, &revoked).await;
+    assert_eq!(status, 401, "{first}");
+    for _ in 0..30 {
+        let (status, again) = initialize(&guard.url, &revoked).await;
+        assert_eq!((status, &again), (401, &first));
+    }
+    for n in 1..20 {
         let (status, body) = initialize(&guard.url, &made_up_token()).await;
         assert_eq!(status, 401, "made-up token {n}: {body}");
     }

@@ -2,13 +2,14 @@
 //! (at accept, before any HTTP is read) and the caller's Bearer token.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use http::header::AUTHORIZATION;
 use ipnet::IpNet;
 
 use crate::app::App;
 use crate::server::rejected;
-use crate::zabbix::{ApiToken, Caller, CallerError};
+use crate::zabbix::{ApiToken, Caller, CallerError, Identity};
 
 /// Longer Bearer tokens are refused before Zabbix is asked; Zabbix API tokens have 64
 /// characters, and this leaves room for other forms without passing on kilobytes.
@@ -147,23 +148,7 @@ pub async fn authenticate(
     let token = bearer(headers)?;
     let identity = match app.callers.cached(&token).await {
         Some(identity) => identity,
-        None => {
-            app.rejected_tokens.check(address).map_err(|wait| {
-                GuardError::TooManyRejectedTokens {
-                    address,
-                    retry_after_s: wait.as_secs(),
-                }
-            })?;
-            match app.callers.resolve(&app.zabbix, &token).await {
-                Ok(identity) => identity,
-                Err(error) => {
-                    if matches!(error, CallerError::InvalidToken(_)) {
-                        app.rejected_tokens.record(address);
-                    }
-                    return Err(error.into());
-                }
-            }
-        }
+        None => look_up(app, &token, address).await?,
     };
     Ok(Caller {
         token_id: token.id(),
@@ -171,6 +156,30 @@ pub async fn authenticate(
         identity,
         address,
     })
+}
+
+/// A token not cached: refused again if Zabbix rejected it lately, refused unasked while
+/// the address has used up its rejections, else looked up (and remembered if rejected).
+async fn look_up(
+    app: &App,
+    token: &ApiToken,
+    address: IpAddr,
+) -> Result<Arc<Identity>, GuardError> {
+    let rejected = &app.rejected_tokens;
+    if let Some(message) = rejected.rejection(&token.digest()) {
+        return Err(CallerError::InvalidToken(message.to_string()).into());
+    }
+    rejected
+        .check(address)
+        .map_err(|wait| GuardError::TooManyRejectedTokens {
+            address,
+            retry_after_s: wait.as_secs(),
+        })?;
+    let result = app.callers.resolve(&app.zabbix, token).await;
+    if let Err(CallerError::InvalidToken(message)) = &result {
+        rejected.record(address, token.digest(), message);
+    }
+    Ok(result?)
 }
 
 #[cfg(test)]

@@ -1,27 +1,34 @@
-//! Tokens Zabbix rejected, counted per client address. A token is cached only once Zabbix
-//! accepted it, so every unknown token costs a `user.checkAuthentication` in Zabbix's PHP:
-//! without a bound, one client sending token after token makes the sidecar load Zabbix
-//! for it. After [`MAX_REJECTED`] rejections from one address within [`WINDOW`], tokens
-//! from there that are not already known are refused without asking Zabbix until the
-//! window has passed. Known (cached) tokens keep working, so the clients already let in
-//! from a shared address are not locked out by a neighbour guessing.
+//! Tokens Zabbix rejected, remembered and counted per client address. A token is cached
+//! only once Zabbix accepted it, so every unknown token costs a `user.checkAuthentication`
+//! in Zabbix's PHP: without a bound, one client sending token after token makes the
+//! sidecar load Zabbix for it.
+//! - A rejected token is remembered for [`WINDOW`]: sent again (a client retrying with a
+//!   revoked token), it gets the same refusal without Zabbix being asked, and is not
+//!   counted again.
+//! - After [`MAX_REJECTED`] distinct rejected tokens from one address within [`WINDOW`],
+//!   tokens from there that are not already known are refused without asking Zabbix until
+//!   the window has passed. Known (cached) tokens keep working, so the clients already let
+//!   in from a shared address are not locked out by a neighbour guessing.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use moka::sync::Cache;
 
-/// Rejected tokens one address may send within [`WINDOW`] before it must wait.
+/// Distinct rejected tokens one address may send within [`WINDOW`] before it must wait.
 pub(crate) const MAX_REJECTED: u32 = 20;
 /// The window starts at an address's first rejection.
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);
-/// Addresses tracked at once (least used dropped beyond).
+/// Addresses, and rejected tokens, tracked at once (least used dropped beyond).
 const CAPACITY: u64 = 100_000;
 
-/// The rejections of each address in its current window.
+/// The rejections of each address in its current window, and the tokens rejected.
 pub(crate) struct RejectedTokens {
     by_address: Cache<Source, Failures>,
+    /// Token digest → Zabbix's words when it rejected the token.
+    tokens: Cache<[u8; 32], Arc<str>>,
     max: u32,
     window: Duration,
     /// Lookups refused without asking Zabbix (read by `/metrics`).
@@ -52,6 +59,10 @@ impl RejectedTokens {
                 .max_capacity(CAPACITY)
                 .time_to_live(window)
                 .build(),
+            tokens: Cache::builder()
+                .max_capacity(CAPACITY)
+                .time_to_live(window)
+                .build(),
             max,
             window,
             refused: AtomicU64::new(0),
@@ -64,9 +75,23 @@ impl RejectedTokens {
         self.check_at(address, Instant::now())
     }
 
-    /// Counts a token Zabbix rejected for `address`.
-    pub(crate) fn record(&self, address: IpAddr) {
-        self.record_at(address, Instant::now());
+    /// What Zabbix answered when it rejected the token with this digest in the last
+    /// [`WINDOW`], if it did.
+    pub(crate) fn rejection(&self, digest: &[u8; 32]) -> Option<Arc<str>> {
+        self.tokens.get(digest)
+    }
+
+    /// Remembers a token Zabbix rejected (`message`: its words) and counts it for
+    /// `address` unless it was already remembered.
+    pub(crate) fn record(&self, address: IpAddr, digest: [u8; 32], message: &str) {
+        let fresh = self
+            .tokens
+            .entry(digest)
+            .or_insert_with(|| Arc::from(message))
+            .is_fresh();
+        if fresh {
+            self.record_at(address, Instant::now());
+        }
     }
 
     fn check_at(&self, address: IpAddr, now: Instant) -> Result<(), Duration> {
@@ -138,7 +163,7 @@ mod tests {
         let rejected = RejectedTokens::new(3, Duration::from_secs(60));
         for _ in 0..3 {
             assert!(rejected.check(ip("10.0.0.1")).is_ok());
-            rejected.record(ip("10.0.0.1"));
+            rejected.record_at(ip("10.0.0.1"), Instant::now());
         }
         let wait = rejected.check(ip("10.0.0.1")).expect_err("used up");
         assert!(
@@ -147,6 +172,28 @@ mod tests {
         );
         assert!(rejected.check(ip("10.0.0.2")).is_ok());
         assert_eq!(rejected.refused(), 1);
+    }
+
+    #[test]
+    fn a_token_sent_again_is_remembered_not_counted_again() {
+        let rejected = RejectedTokens::new(2, Duration::from_secs(60));
+        assert!(rejected.rejection(&[1; 32]).is_none());
+        for _ in 0..5 {
+            rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
+        }
+        assert_eq!(
+            rejected.rejection(&[1; 32]).as_deref(),
+            Some("Not authorized.")
+        );
+        assert!(
+            rejected.check(ip("10.0.0.1")).is_ok(),
+            "one token, counted once"
+        );
+        rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
+        assert!(
+            rejected.check(ip("10.0.0.1")).is_err(),
+            "two distinct tokens"
+        );
     }
 
     #[test]
@@ -170,12 +217,12 @@ mod tests {
     #[test]
     fn an_ipv6_slash_64_counts_as_one_and_mapped_ipv4_as_its_ipv4() {
         let rejected = RejectedTokens::new(2, Duration::from_secs(60));
-        rejected.record(ip("2001:db8:1:2::1"));
-        rejected.record(ip("2001:db8:1:2:ffff::7"));
+        rejected.record_at(ip("2001:db8:1:2::1"), Instant::now());
+        rejected.record_at(ip("2001:db8:1:2:ffff::7"), Instant::now());
         assert!(rejected.check(ip("2001:db8:1:2::99")).is_err());
         assert!(rejected.check(ip("2001:db8:1:3::1")).is_ok());
-        rejected.record(ip("::ffff:10.0.0.9"));
-        rejected.record(ip("10.0.0.9"));
+        rejected.record_at(ip("::ffff:10.0.0.9"), Instant::now());
+        rejected.record_at(ip("10.0.0.9"), Instant::now());
         assert!(rejected.check(ip("10.0.0.9")).is_err());
     }
 }
