@@ -417,6 +417,21 @@ async fn failed_sign_ins_are_rate_limited() {
     assert_eq!(asked, 5, "after 5 failures Zabbix is not asked any more");
     let log = common::decision_log_text(&car.log);
     assert!(!log.contains("wrong-4711"));
+    // A token longer than any Zabbix issues is refused without asking Zabbix.
+    let long = "7".repeat(300);
+    let page = PageClient::new(&car.page);
+    let csrf = support::csrf(&page.get("/approvals/login").await.body);
+    let answer = page
+        .post("/approvals/login", &[("csrf", &csrf), ("token", &long)])
+        .await;
+    assert_eq!(answer.status, 401);
+    let asked = recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|b| b.contains(&long));
+    assert!(!asked, "the overlong token reached Zabbix");
     car.guard.stop().await;
 }
 
