@@ -16,7 +16,7 @@ use crate::policy::{
     PolicySource,
 };
 use crate::ratelimit::RateLimiter;
-use crate::server::rejected::RejectedTokens;
+use crate::server::rejected::{RejectedTokens, WINDOW as REJECTED_WINDOW};
 use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
@@ -128,11 +128,13 @@ impl App {
             metrics.clone(),
         );
         let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
+        let rejected_tokens =
+            RejectedTokens::new(config.limits.max_rejected_tokens, REJECTED_WINDOW);
         Ok(Arc::new(App {
             config,
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
-            rejected_tokens: RejectedTokens::default(),
+            rejected_tokens,
             targets: TargetResolver::new(TARGET_CACHE_CAPACITY, TARGET_CACHE_TTL),
             exposure,
             policy,

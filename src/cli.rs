@@ -231,6 +231,9 @@ pub struct ParamFlags {
     /// MaxSessions: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_SESSIONS]
     #[arg(long, value_name = "VALUE")]
     pub max_sessions: Option<String>,
+    /// MaxRejectedTokens: see README "Connecting an MCP client" [ZABBIX_MCP_GUARD_MAX_REJECTED_TOKENS]
+    #[arg(long, value_name = "VALUE")]
+    pub max_rejected_tokens: Option<String>,
     /// SessionIdleTimeout: see README "Reliability" [ZABBIX_MCP_GUARD_SESSION_IDLE_TIMEOUT]
     #[arg(long, value_name = "VALUE")]
     pub session_idle_timeout: Option<String>,
@@ -366,6 +369,7 @@ impl ParamFlags {
             Param::MaxZabbixResponseSize => one(&self.max_zabbix_response_size),
             Param::MaxZabbixConcurrency => one(&self.max_zabbix_concurrency),
             Param::MaxSessions => one(&self.max_sessions),
+            Param::MaxRejectedTokens => one(&self.max_rejected_tokens),
             Param::SessionIdleTimeout => one(&self.session_idle_timeout),
             Param::ElicitationTimeout => one(&self.elicitation_timeout),
             Param::WorkerThreads => one(&self.worker_threads),

@@ -108,7 +108,9 @@ fn made_up_token() -> String {
 #[tokio::test]
 async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() {
     let lab = common::lab(7);
-    let guard = start_with(config_for(&lab.url)).await;
+    let mut config = config_for(&lab.url);
+    config.limits.max_rejected_tokens = 5;
+    let guard = start_with(config).await;
     // A client let in before the guessing starts.
     let (status, body) = initialize(&guard.url, &lab.token).await;
     assert_eq!(status, 200, "{body}");
@@ -121,7 +123,7 @@ async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() 
         let (status, again) = initialize(&guard.url, &revoked).await;
         assert_eq!((status, &again), (401, &first));
     }
-    for n in 1..20 {
+    for n in 1..5 {
         let (status, body) = initialize(&guard.url, &made_up_token()).await;
         assert_eq!(status, 401, "made-up token {n}: {body}");
     }
@@ -145,7 +147,9 @@ async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() 
     assert_eq!(body["error"], "rate_limited", "{body}");
     let message = body["message"].as_str().unwrap();
     assert!(
-        message.starts_with("20 tokens from 127.0.0.1 were rejected by Zabbix within 60 s"),
+        message.starts_with(
+            "5 tokens from 127.0.0.1 were rejected by Zabbix within 60 s (MaxRejectedTokens)"
+        ),
         "{message}"
     );
     // The token already accepted keeps working; one not yet seen waits like any other.
@@ -159,7 +163,7 @@ async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() 
         "{metrics}"
     );
     assert!(
-        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 21"#),
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 6"#),
         "{metrics}"
     );
     guard.stop().await;

@@ -34,6 +34,9 @@ pub struct Limits {
     pub max_zabbix_concurrency: usize,
     /// `MaxSessions`: stateful sessions at once.
     pub max_sessions: usize,
+    /// `MaxRejectedTokens`: distinct tokens Zabbix rejected that one client address may
+    /// send per minute before unknown tokens from it are refused unasked.
+    pub max_rejected_tokens: u32,
     /// `SessionIdleTimeout`: a session without traffic ends after this time.
     pub session_idle: Duration,
     /// `ElicitationTimeout`: an approval question unanswered this long is declined.
@@ -53,6 +56,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 pub const DEFAULT_MAX_ZABBIX_RESPONSE_SIZE: usize = 16 << 20;
 pub const DEFAULT_MAX_ZABBIX_CONCURRENCY: usize = 64;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+pub const DEFAULT_MAX_REJECTED_TOKENS: u32 = 20;
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 1800;
 pub const DEFAULT_ELICITATION_SECS: u64 = 300;
 
@@ -79,6 +83,7 @@ impl Default for Limits {
             max_zabbix_response_size: DEFAULT_MAX_ZABBIX_RESPONSE_SIZE,
             max_zabbix_concurrency: DEFAULT_MAX_ZABBIX_CONCURRENCY,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_rejected_tokens: DEFAULT_MAX_REJECTED_TOKENS,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
             elicitation: Duration::from_secs(DEFAULT_ELICITATION_SECS),
             worker_threads: Some(NonZeroUsize::MIN),
@@ -120,6 +125,10 @@ pub fn build(r: &Resolved) -> Result<Limits, ConfigError> {
             d.max_zabbix_concurrency,
         )?,
         max_sessions: count(Param::MaxSessions, COUNT_RANGE, d.max_sessions)?,
+        max_rejected_tokens: int(r, Param::MaxRejectedTokens, COUNT_RANGE)?
+            .map_or(d.max_rejected_tokens, |v| {
+                u32::try_from(v).unwrap_or(d.max_rejected_tokens)
+            }),
         session_idle: secs(
             Param::SessionIdleTimeout,
             SESSION_IDLE_RANGE,
@@ -152,6 +161,7 @@ pub fn render(limits: &Limits, param: Param) -> Option<String> {
         Param::MaxZabbixResponseSize => format_size(limits.max_zabbix_response_size as u64),
         Param::MaxZabbixConcurrency => limits.max_zabbix_concurrency.to_string(),
         Param::MaxSessions => limits.max_sessions.to_string(),
+        Param::MaxRejectedTokens => limits.max_rejected_tokens.to_string(),
         Param::SessionIdleTimeout => secs(limits.session_idle),
         Param::ElicitationTimeout => secs(limits.elicitation),
         Param::WorkerThreads => limits
@@ -207,6 +217,7 @@ mod tests {
             (Param::MaxZabbixResponseSize, "2M"),
             (Param::MaxZabbixConcurrency, "8"),
             (Param::MaxSessions, "9"),
+            (Param::MaxRejectedTokens, "11"),
             (Param::SessionIdleTimeout, "60"),
             (Param::ElicitationTimeout, "30"),
             (Param::WorkerThreads, "2"),
@@ -222,6 +233,7 @@ mod tests {
         assert_eq!(l.max_zabbix_response_size, 2 << 20);
         assert_eq!(l.max_zabbix_concurrency, 8);
         assert_eq!(l.max_sessions, 9);
+        assert_eq!(l.max_rejected_tokens, 11);
         assert_eq!(l.session_idle, Duration::from_secs(60));
         assert_eq!(l.elicitation, Duration::from_secs(30));
         assert_eq!(l.worker_threads.map(|n| n.get()), Some(2));

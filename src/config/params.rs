@@ -48,6 +48,7 @@ pub enum Param {
     MaxZabbixResponseSize,
     MaxZabbixConcurrency,
     MaxSessions,
+    MaxRejectedTokens,
     SessionIdleTimeout,
     ElicitationTimeout,
     WorkerThreads,
@@ -284,6 +285,12 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::MaxSessions,
         "MaxSessions",
         "max-sessions",
+        Arity::Single,
+    ),
+    (
+        Param::MaxRejectedTokens,
+        "MaxRejectedTokens",
+        "max-rejected-tokens",
         Arity::Single,
     ),
     (

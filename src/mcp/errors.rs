@@ -502,6 +502,7 @@ mod tests {
         assert_eq!(ToolError::from(overloaded).code(), "overloaded");
         let guessing = GuardError::TooManyRejectedTokens {
             address: "10.0.0.1".parse().unwrap(),
+            max: 20,
             retry_after_s: 42,
         };
         let waits = refusal(&guessing);

@@ -29,14 +29,17 @@ pub enum GuardError {
         "the Bearer token is longer than {MAX_TOKEN_LENGTH} characters (a Zabbix API token has 64)"
     )]
     TokenTooLong,
-    /// This address sent more tokens Zabbix rejected than [`rejected::MAX_REJECTED`] in
+    /// This address sent `MaxRejectedTokens` tokens Zabbix rejected within
     /// [`rejected::WINDOW`]: unknown tokens from it are not looked up for a while.
     #[error(
-        "{max} tokens from {address} were rejected by Zabbix within {window_s} s: tokens not already accepted are refused from this address for {retry_after_s} s (tokens already accepted keep working)",
-        max = rejected::MAX_REJECTED,
+        "{max} tokens from {address} were rejected by Zabbix within {window_s} s (MaxRejectedTokens): tokens not already accepted are refused from this address for {retry_after_s} s (tokens already accepted keep working)",
         window_s = rejected::WINDOW.as_secs()
     )]
-    TooManyRejectedTokens { address: IpAddr, retry_after_s: u64 },
+    TooManyRejectedTokens {
+        address: IpAddr,
+        max: u32,
+        retry_after_s: u64,
+    },
     #[error(transparent)]
     Caller(#[from] CallerError),
     /// A Host or Origin that is not ours: a DNS-rebinding page or a foreign site.
@@ -173,6 +176,7 @@ async fn look_up(
         .check(address)
         .map_err(|wait| GuardError::TooManyRejectedTokens {
             address,
+            max: rejected.max(),
             retry_after_s: wait.as_secs(),
         })?;
     let result = app.callers.resolve(&app.zabbix, token).await;

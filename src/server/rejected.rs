@@ -5,7 +5,7 @@
 //! - A rejected token is remembered for [`WINDOW`]: sent again (a client retrying with a
 //!   revoked token), it gets the same refusal without Zabbix being asked, and is not
 //!   counted again.
-//! - After [`MAX_REJECTED`] distinct rejected tokens from one address within [`WINDOW`],
+//! - After `MaxRejectedTokens` distinct rejected tokens from one address within [`WINDOW`],
 //!   tokens from there that are not already known are refused without asking Zabbix until
 //!   the window has passed. Known (cached) tokens keep working, so the clients already let
 //!   in from a shared address are not locked out by a neighbour guessing.
@@ -17,8 +17,6 @@ use std::time::{Duration, Instant};
 
 use moka::sync::Cache;
 
-/// Distinct rejected tokens one address may send within [`WINDOW`] before it must wait.
-pub(crate) const MAX_REJECTED: u32 = 20;
 /// The window starts at an address's first rejection.
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 /// Addresses, and rejected tokens, tracked at once (least used dropped beyond).
@@ -46,12 +44,6 @@ struct Failures {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Source(IpAddr);
 
-impl Default for RejectedTokens {
-    fn default() -> Self {
-        Self::new(MAX_REJECTED, WINDOW)
-    }
-}
-
 impl RejectedTokens {
     pub(crate) fn new(max: u32, window: Duration) -> Self {
         Self {
@@ -67,6 +59,11 @@ impl RejectedTokens {
             window,
             refused: AtomicU64::new(0),
         }
+    }
+
+    /// The most distinct rejected tokens an address may send per window.
+    pub(crate) fn max(&self) -> u32 {
+        self.max
     }
 
     /// `Err(wait)` while `address` has used up its rejections: an unknown token from it is
