@@ -36,7 +36,7 @@ pub struct Limits {
     pub max_sessions: usize,
     /// `MaxRejectedTokens`: distinct tokens Zabbix rejected that one client address may
     /// send per minute before unknown tokens from it are refused unasked.
-    pub max_rejected_tokens: u32,
+    pub max_rejected_tokens: usize,
     /// `SessionIdleTimeout`: a session without traffic ends after this time.
     pub session_idle: Duration,
     /// `ElicitationTimeout`: an approval question unanswered this long is declined.
@@ -56,7 +56,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 pub const DEFAULT_MAX_ZABBIX_RESPONSE_SIZE: usize = 16 << 20;
 pub const DEFAULT_MAX_ZABBIX_CONCURRENCY: usize = 64;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
-pub const DEFAULT_MAX_REJECTED_TOKENS: u32 = 20;
+pub const DEFAULT_MAX_REJECTED_TOKENS: usize = 20;
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 1800;
 pub const DEFAULT_ELICITATION_SECS: u64 = 300;
 
@@ -125,10 +125,7 @@ pub fn build(r: &Resolved) -> Result<Limits, ConfigError> {
             d.max_zabbix_concurrency,
         )?,
         max_sessions: count(Param::MaxSessions, COUNT_RANGE, d.max_sessions)?,
-        max_rejected_tokens: int(r, Param::MaxRejectedTokens, COUNT_RANGE)?
-            .map_or(d.max_rejected_tokens, |v| {
-                u32::try_from(v).unwrap_or(d.max_rejected_tokens)
-            }),
+        max_rejected_tokens: count(Param::MaxRejectedTokens, COUNT_RANGE, d.max_rejected_tokens)?,
         session_idle: secs(
             Param::SessionIdleTimeout,
             SESSION_IDLE_RANGE,

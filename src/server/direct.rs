@@ -103,11 +103,7 @@ impl Direct {
         let Some(peer) = self.peer_for(&request) else {
             return Served::NotOurs(request);
         };
-        let (parts, body) = request.into_parts();
-        let bytes = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(never) => match never {},
-        };
+        let (parts, bytes) = into_bytes(request).await;
         let (id, mut request) = match direct_parse::request(&bytes) {
             Some((id, request)) if served(&request) => (id, request),
             _ => return Served::NotOurs(Request::from_parts(parts, Full::new(bytes))),
@@ -252,6 +248,15 @@ fn accepts_both(headers: &HeaderMap) -> bool {
         }
     }
     json && sse
+}
+
+/// The request's head and its whole body (already read: no wait, no copy).
+pub(crate) async fn into_bytes(request: Request<Full<Bytes>>) -> (http::request::Parts, Bytes) {
+    let (parts, body) = request.into_parts();
+    match body.collect().await {
+        Ok(collected) => (parts, collected.to_bytes()),
+        Err(never) => match never {},
+    }
 }
 
 /// A JSON Content-Type, as rmcp checks it before reading the body.

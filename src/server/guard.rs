@@ -37,7 +37,7 @@ pub enum GuardError {
     )]
     TooManyRejectedTokens {
         address: IpAddr,
-        max: u32,
+        max: usize,
         retry_after_s: u64,
     },
     #[error(transparent)]

@@ -27,7 +27,7 @@ pub(crate) struct RejectedTokens {
     by_address: Cache<Source, Failures>,
     /// Token digest → Zabbix's words when it rejected the token.
     tokens: Cache<[u8; 32], Arc<str>>,
-    max: u32,
+    max: usize,
     window: Duration,
     /// Lookups refused without asking Zabbix (read by `/metrics`).
     refused: AtomicU64,
@@ -35,7 +35,7 @@ pub(crate) struct RejectedTokens {
 
 #[derive(Debug, Clone, Copy)]
 struct Failures {
-    count: u32,
+    count: usize,
     since: Instant,
 }
 
@@ -45,7 +45,7 @@ struct Failures {
 struct Source(IpAddr);
 
 impl RejectedTokens {
-    pub(crate) fn new(max: u32, window: Duration) -> Self {
+    pub(crate) fn new(max: usize, window: Duration) -> Self {
         Self {
             by_address: Cache::builder()
                 .max_capacity(CAPACITY)
@@ -62,7 +62,7 @@ impl RejectedTokens {
     }
 
     /// The most distinct rejected tokens an address may send per window.
-    pub(crate) fn max(&self) -> u32 {
+    pub(crate) fn max(&self) -> usize {
         self.max
     }
 

@@ -70,11 +70,7 @@ impl McpEndpoint {
         };
         // The body stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
         let json_body = direct::is_json(request.headers());
-        let (parts, body) = request.into_parts();
-        let bytes = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(never) => match never {},
-        };
+        let (parts, bytes) = direct::into_bytes(request).await;
         let request = Request::from_parts(parts, Full::new(bytes.clone()));
         let result = match &self.service {
             McpService::Stateless(service) => service.clone().call(request).await,
@@ -150,14 +146,10 @@ where
                         }
                         Some(owners) => match owners.admit(request.headers(), &token_id).await {
                             Ok(Admission::Existing) => {
-                                let ended = (request.method() == Method::DELETE)
-                                    .then(|| owners.session_of(request.headers()))
-                                    .flatten();
+                                let deleting = request.method() == Method::DELETE;
                                 let response = mcp.call(request).await;
-                                if let Some(id) = ended
-                                    && response.status().is_success()
-                                {
-                                    owners.forget(&id);
+                                if deleting {
+                                    owners.forget_ended().await;
                                 }
                                 response
                             }

@@ -78,18 +78,18 @@ impl SessionOwners {
         Ok(Admission::New(guard))
     }
 
-    /// The session id a request names.
-    pub(crate) fn session_of(&self, headers: &HeaderMap) -> Option<String> {
-        let id = headers.get(SESSION_HEADER)?.to_str().ok()?;
-        Some(id.to_owned())
+    /// Forgets the owners of sessions rmcp has ended (an owner's `DELETE`, idle expiry):
+    /// later requests naming them get the same `session_not_found` as any unknown id.
+    pub(crate) async fn forget_ended(&self) {
+        let live = self.live().await;
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.retain(|k, _| live.contains(k));
+        }
     }
 
-    /// Forgets a session its owner ended (`DELETE`): later requests naming it get the
-    /// same `session_not_found` as any unknown id.
-    pub(crate) fn forget(&self, id: &str) {
-        if let Ok(mut owners) = self.owners.lock() {
-            owners.remove(id);
-        }
+    async fn live(&self) -> Vec<String> {
+        let sessions = self.manager.sessions.read().await;
+        sessions.keys().map(|k| k.to_string()).collect()
     }
 
     /// Sessions open now (read by `/metrics`).
@@ -106,10 +106,7 @@ impl SessionOwners {
         else {
             return;
         };
-        let live: Vec<String> = {
-            let sessions = self.manager.sessions.read().await;
-            sessions.keys().map(|k| k.to_string()).collect()
-        };
+        let live = self.live().await;
         if let Ok(mut owners) = self.owners.lock() {
             owners.retain(|k, _| live.contains(k));
             owners.insert(id.to_owned(), token_id.to_owned());
