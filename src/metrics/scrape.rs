@@ -1,6 +1,6 @@
 //! Values read at scrape time from counters the app and the server already keep (in-flight
 //! calls, open connections and sessions, the decision log writer, the identity and list
-//! caches, policy reloads), so the request path pays nothing extra for them.
+//! caches, policy and TLS certificate reloads), so the request path pays nothing extra for them.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -8,6 +8,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
+
+use crate::server::tls::TlsStatus;
 
 /// The `Content-Type` of the Prometheus text format 0.0.4.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -36,6 +38,8 @@ pub struct Scrape {
     pub policy_revision: Option<String>,
     pub list_sets_evaluated: u64,
     pub list_sets_reused: u64,
+    /// The served certificate's reloads and expiry (`TLSAccept=cert`; `None`: no TLS).
+    pub tls: Option<TlsStatus>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -112,6 +116,21 @@ impl Collector for Scrape {
                 ("reused", self.list_sets_reused),
             ],
         )?;
+        if let Some(tls) = &self.tls {
+            counters(
+                &mut encoder,
+                "tls_certificate_reloads",
+                "TLS certificate loads by result (ok, failed: the served one was kept), the first included",
+                &[("ok", tls.reloads_ok), ("failed", tls.reloads_failed)],
+            )?;
+            let expiry = ConstGauge::new(tls.not_after);
+            expiry.encode(encoder.encode_descriptor(
+                "tls_certificate_expiry_timestamp_seconds",
+                "notAfter of the TLS certificate being served, in seconds since 1970-01-01 UTC",
+                None,
+                expiry.metric_type(),
+            )?)?;
+        }
         let mut info = encoder.encode_descriptor(
             "policy",
             "The running policy set's revision (no series: no policy loaded, every call denied)",

@@ -18,7 +18,7 @@ mod log_writer;
 mod reload;
 mod source;
 mod test_runner;
-mod timestamp;
+pub(crate) mod timestamp;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -42,6 +42,7 @@ use crate::server::guard::AllowedHosts;
 use crate::server::ready::Readiness;
 use crate::server::routes::{MAX_REQUEST_BODY_BYTES, McpEndpoint, McpService};
 use crate::server::sessions::SessionOwners;
+use crate::server::tls::ServerCertificate;
 
 /// How long shutdown waits for in-flight requests.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -72,6 +73,8 @@ pub struct Server {
     mcp_cancel: CancellationToken,
     tasks: JoinSet<()>,
     policy_watcher: tokio::task::JoinHandle<()>,
+    /// Reloads the TLS certificate when its files change or on SIGHUP (`TLSAccept=cert`).
+    certificate_watcher: Option<tokio::task::JoinHandle<()>>,
     readiness_task: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
@@ -79,13 +82,14 @@ pub struct Server {
 impl Server {
     /// Binds every listen address and starts serving.
     pub async fn start(app: Arc<App>) -> Result<Server, ServerError> {
-        let tls = match app.config.tls_accept {
+        let certificate = match app.config.tls_accept {
             TlsAccept::Unencrypted => None,
             TlsAccept::Cert => match (&app.config.tls_cert_file, &app.config.tls_key_file) {
-                (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+                (Some(cert), Some(key)) => Some(Arc::new(ServerCertificate::load(cert, key)?)),
                 _ => return Err(ServerError::TlsFilesMissing),
             },
         };
+        let tls = certificate.clone().map(tls::acceptor).transpose()?;
         let cancel = CancellationToken::new();
         let mcp_cancel = CancellationToken::new();
         let (readiness, readiness_task) = Readiness::spawn(app.clone(), mcp_cancel.clone());
@@ -93,6 +97,7 @@ impl Server {
         let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
         let mut endpoint = mcp_endpoint(&app, mcp_cancel.clone(), readiness);
         endpoint.connection_slots = Some(slots.clone());
+        endpoint.certificate = certificate.clone();
         let mut addrs = Vec::new();
         let mut tasks = JoinSet::new();
         for ip in &app.config.listen_ip {
@@ -115,6 +120,7 @@ impl Server {
             crate::approval_page::start(&app, tls.clone(), cancel.clone(), &mut tasks).await?;
         let status_addrs = status::start(&app, &endpoint, cancel.clone(), &mut tasks).await?;
         let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
+        let certificate_watcher = certificate.map(|c| c.spawn_watcher(DEFAULT_POLL_INTERVAL));
         Ok(Server {
             addrs,
             approval_addrs,
@@ -123,6 +129,7 @@ impl Server {
             mcp_cancel,
             tasks,
             policy_watcher,
+            certificate_watcher,
             readiness_task,
             app,
         })
@@ -153,6 +160,9 @@ impl Server {
         self.mcp_cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
+        if let Some(watcher) = &self.certificate_watcher {
+            watcher.abort();
+        }
         self.readiness_task.abort();
         // Every decision of the requests above is queued: write them before returning.
         let log = self.app.decisions.clone();
@@ -285,6 +295,7 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
         readiness,
         sessions,
         connection_slots: None,
+        certificate: None,
         gate,
         direct,
     }

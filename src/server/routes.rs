@@ -46,6 +46,8 @@ pub struct McpEndpoint {
     pub(crate) sessions: Option<Arc<SessionOwners>>,
     /// The MCP listener's `MaxConnections` slots, read by `/metrics` (none without a socket).
     pub(crate) connection_slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// The certificate the listeners serve (`TLSAccept=cert`), read by `/metrics`.
+    pub(crate) certificate: Option<Arc<crate::server::tls::ServerCertificate>>,
     /// Bounds the requests being answered (stateless mode only).
     pub(crate) gate: Option<Arc<McpGate>>,
     /// Answers stateless tool lists and calls without rmcp's per-request service.

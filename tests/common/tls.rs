@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use tokio::net::{TcpListener, TcpStream};
 
 pub struct Pki {
@@ -17,11 +17,20 @@ pub struct Pki {
 
 pub fn pki(name: &str) -> Pki {
     let dir = super::scratch_dir(&format!("pki-{name}"));
+    // Names of their own: with rcgen's one default name for both, OpenSSL clients (Python's)
+    // take the leaf for a self-signed certificate.
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(
+        DnType::CommonName,
+        format!("zabbix-mcp-guard test CA {name}"),
+    );
     let ca_key = KeyPair::generate().unwrap();
     let ca = ca_params.self_signed(&ca_key).unwrap();
-    let params = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let mut params = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
     let key = KeyPair::generate().unwrap();
     let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
     let pki = Pki {

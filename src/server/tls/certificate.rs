@@ -1,0 +1,203 @@
+//! The certificate both listeners serve, and its reload: a watcher polls `TLSCertFile` and
+//! `TLSKeyFile` and loads them again once a change has stayed unchanged for one more poll;
+//! SIGHUP loads them at once. A pair that does not load (a half-written file, a key that is
+//! not the certificate's) never replaces the one being served: handshakes go on with it,
+//! and the failure is logged and counted. Connections already open keep their session.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
+
+use super::{Loaded, PairFiles, TlsError};
+use crate::policy::timestamp::rfc3339_nanos;
+
+/// The pair being served, swapped whole by a reload.
+pub struct ServerCertificate {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    current: RwLock<Arc<Loaded>>,
+    /// Serializes reloads (watcher, SIGHUP) and remembers what the watcher saw.
+    watched: Mutex<Watched>,
+    reloads_ok: AtomicU64,
+    reloads_failed: AtomicU64,
+}
+
+/// What `/metrics` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsStatus {
+    pub reloads_ok: u64,
+    pub reloads_failed: u64,
+    /// The served leaf's `notAfter`, seconds since 1970-01-01 UTC.
+    pub not_after: i64,
+}
+
+#[derive(Default)]
+struct Watched {
+    /// Digest of the files as the last load (or failed load) read them.
+    loaded: Option<[u8; 32]>,
+    /// A change seen by the last poll, loaded if the next poll reads it unchanged.
+    pending: Option<[u8; 32]>,
+}
+
+impl ServerCertificate {
+    /// Loads the pair; an error here stops start-up. Blocking file reads.
+    pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerCertificate, TlsError> {
+        let files = PairFiles::read(cert_file, key_file);
+        let served = ServerCertificate {
+            cert_file: cert_file.to_path_buf(),
+            key_file: key_file.to_path_buf(),
+            current: RwLock::new(Arc::new(files.load(cert_file, key_file)?)),
+            watched: Mutex::new(Watched {
+                loaded: Some(files.digest()),
+                pending: None,
+            }),
+            reloads_ok: AtomicU64::new(1),
+            reloads_failed: AtomicU64::new(0),
+        };
+        served.log_loaded(&served.served());
+        Ok(served)
+    }
+
+    pub fn status(&self) -> TlsStatus {
+        TlsStatus {
+            reloads_ok: self.reloads_ok.load(Ordering::Relaxed),
+            reloads_failed: self.reloads_failed.load(Ordering::Relaxed),
+            not_after: self.served().not_after,
+        }
+    }
+
+    /// SHA-256 of the certificate being served, in hex.
+    pub fn sha256(&self) -> String {
+        self.served().sha256.clone()
+    }
+
+    /// Loads the pair again now; on error the served pair stays. Blocking file reads.
+    pub fn reload(&self) -> Result<(), TlsError> {
+        let files = PairFiles::read(&self.cert_file, &self.key_file);
+        let mut watched = self.watched_lock();
+        watched.loaded = Some(files.digest());
+        watched.pending = None;
+        self.install(files.load(&self.cert_file, &self.key_file))
+    }
+
+    /// One watcher step. `None`: nothing to do yet (no change, or a change that has not
+    /// been read unchanged by two polls in a row, so a pair being written is not taken).
+    fn poll(&self) -> Option<Result<(), TlsError>> {
+        let files = PairFiles::read(&self.cert_file, &self.key_file);
+        let now = files.digest();
+        let mut watched = self.watched_lock();
+        if watched.loaded == Some(now) {
+            watched.pending = None;
+            return None;
+        }
+        if watched.pending != Some(now) {
+            watched.pending = Some(now);
+            return None;
+        }
+        watched.loaded = Some(now);
+        watched.pending = None;
+        Some(self.install(files.load(&self.cert_file, &self.key_file)))
+    }
+
+    /// Polls the files every `every` and reloads on SIGHUP, until aborted or the last
+    /// other reference is dropped. File work runs on the blocking pool.
+    pub fn spawn_watcher(self: &Arc<Self>, every: Duration) -> JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            ticks.tick().await; // the first tick is immediate; the pair was just loaded
+            let mut hangups =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+            loop {
+                let sighup = tokio::select! {
+                    _ = ticks.tick() => false,
+                    Some(()) = async { hangups.as_mut()?.recv().await } => true,
+                };
+                let Some(certificate) = weak.upgrade() else {
+                    break;
+                };
+                let step = tokio::task::spawn_blocking(move || {
+                    if sighup {
+                        tracing::info!(cert_file = %certificate.cert_file.display(),
+                            "SIGHUP: reloading the TLS certificate");
+                        Some(certificate.reload())
+                    } else {
+                        certificate.poll()
+                    }
+                });
+                if step.await.is_err() {
+                    tracing::error!("TLS certificate watcher step panicked");
+                }
+            }
+        })
+    }
+
+    fn install(&self, result: Result<Loaded, TlsError>) -> Result<(), TlsError> {
+        match result {
+            Ok(loaded) => {
+                let loaded = Arc::new(loaded);
+                self.log_loaded(&loaded);
+                *self.current.write().unwrap_or_else(PoisonError::into_inner) = loaded;
+                self.reloads_ok.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                self.reloads_failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(%error, cert_file = %self.cert_file.display(),
+                    serving.sha256 = %self.served().sha256,
+                    "TLS certificate rejected; the one being served stays");
+                Err(error)
+            }
+        }
+    }
+
+    fn log_loaded(&self, loaded: &Loaded) {
+        let not_after = UNIX_EPOCH + Duration::from_secs(loaded.not_after.max(0).unsigned_abs());
+        let expired = SystemTime::now() >= not_after;
+        let not_after = rfc3339_nanos(not_after);
+        if expired {
+            tracing::warn!(cert_file = %self.cert_file.display(), sha256 = %loaded.sha256,
+                %not_after, "TLS certificate loaded, and it has expired: clients will refuse it");
+        } else {
+            tracing::info!(cert_file = %self.cert_file.display(), sha256 = %loaded.sha256,
+                %not_after, "TLS certificate loaded");
+        }
+    }
+
+    fn served(&self) -> Arc<Loaded> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn watched_lock(&self) -> std::sync::MutexGuard<'_, Watched> {
+        self.watched.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ResolvesServerCert for ServerCertificate {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.served().key.clone())
+    }
+}
+
+impl std::fmt::Debug for ServerCertificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerCertificate")
+            .field("cert_file", &self.cert_file)
+            .field("sha256", &self.served().sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+#[path = "certificate_tests.rs"]
+mod tests;

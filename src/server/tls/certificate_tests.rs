@@ -1,0 +1,118 @@
+use rcgen::{CertificateParams, KeyPair};
+
+use super::ServerCertificate;
+use crate::scratch::Scratch;
+use crate::server::tls::TlsError;
+
+/// A self-signed localhost certificate and its key, in PEM.
+fn pair() -> (String, String) {
+    let params = CertificateParams::new(vec!["localhost".into()]).expect("params");
+    let key = KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("cert");
+    (cert.pem(), key.serialize_pem())
+}
+
+fn loaded(dir: &Scratch, (cert, key): &(String, String)) -> ServerCertificate {
+    let cert_file = dir.write("cert.pem", cert);
+    let key_file = dir.write("key.pem", key);
+    ServerCertificate::load(&cert_file, &key_file).expect("loads")
+}
+
+#[test]
+fn a_new_pair_is_served_after_a_reload() {
+    let dir = Scratch::new("tls-reload");
+    let served = loaded(&dir, &pair());
+    let first = served.sha256();
+    assert_eq!(first.len(), 64);
+    let (cert, key) = pair();
+    dir.write("cert.pem", &cert);
+    dir.write("key.pem", &key);
+    served.reload().expect("reloads");
+    assert_ne!(served.sha256(), first);
+    let status = served.status();
+    assert_eq!((status.reloads_ok, status.reloads_failed), (2, 0));
+}
+
+#[test]
+fn a_pair_that_does_not_load_never_replaces_the_served_one() {
+    let dir = Scratch::new("tls-refused");
+    let served = loaded(&dir, &pair());
+    let first = served.sha256();
+    let (other_cert, other_key) = pair();
+
+    // A renewal caught between its two files: the new certificate, the old key.
+    dir.write("cert.pem", &other_cert);
+    let mismatch = served.reload();
+    assert!(
+        matches!(mismatch, Err(TlsError::KeyMismatch { .. })),
+        "{mismatch:?}"
+    );
+    // Half of a certificate, as a copy still being written leaves it.
+    dir.write("cert.pem", &other_cert[..other_cert.len() / 2]);
+    let half = served.reload();
+    assert!(
+        matches!(
+            half,
+            Err(TlsError::Read { .. } | TlsError::NoCertificate { .. })
+        ),
+        "{half:?}"
+    );
+    dir.write("cert.pem", &other_cert);
+    dir.write(
+        "key.pem",
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    );
+    let key = served.reload();
+    assert!(matches!(key, Err(TlsError::BadKey { .. })), "{key:?}");
+    dir.write("key.pem", "no key here\n");
+    assert!(matches!(served.reload(), Err(TlsError::NoKey { .. })));
+    std::fs::remove_file(dir.join("key.pem")).expect("rm");
+    let gone = served.reload().expect_err("no key file");
+    assert!(gone.to_string().starts_with("cannot read "), "{gone}");
+
+    assert_eq!(served.sha256(), first);
+    let status = served.status();
+    assert_eq!((status.reloads_ok, status.reloads_failed), (1, 5));
+
+    dir.write("key.pem", &other_key);
+    served.reload().expect("the completed pair loads");
+    assert_ne!(served.sha256(), first);
+}
+
+#[test]
+fn the_watcher_loads_a_change_once_two_polls_agree() {
+    let dir = Scratch::new("tls-poll");
+    let served = loaded(&dir, &pair());
+    let first = served.sha256();
+    assert!(served.poll().is_none(), "nothing changed");
+
+    let (cert, key) = pair();
+    dir.write("cert.pem", &cert);
+    dir.write("key.pem", &key);
+    assert!(served.poll().is_none(), "a change waits for one more poll");
+    assert_eq!(served.sha256(), first);
+    assert!(matches!(served.poll(), Some(Ok(()))));
+    assert_ne!(served.sha256(), first);
+    assert!(served.poll().is_none(), "loaded once");
+
+    // A failed load is reported once, not at every poll.
+    dir.write("cert.pem", "not a certificate\n");
+    assert!(served.poll().is_none());
+    assert!(matches!(
+        served.poll(),
+        Some(Err(TlsError::NoCertificate { .. }))
+    ));
+    assert!(served.poll().is_none());
+    assert_eq!(served.status().reloads_failed, 1);
+}
+
+#[test]
+fn an_expired_certificate_loads_and_says_when_it_expired() {
+    let dir = Scratch::new("tls-expired");
+    let mut params = CertificateParams::new(vec!["localhost".into()]).expect("params");
+    params.not_after = rcgen::date_time_ymd(2020, 1, 2);
+    let key = KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("cert");
+    let served = loaded(&dir, &(cert.pem(), key.serialize_pem()));
+    assert_eq!(served.status().not_after, 1_577_923_200);
+}
