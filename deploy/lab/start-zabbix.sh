@@ -361,10 +361,11 @@ up_approval_parts() {
 
 # ---------------------------------------------------------------- deployment checks (tests/deploy*.rs)
 # systemd-analyze (unit verify; systemd need not be init), ip (network namespaces),
-# python3-yaml (Kubernetes manifest checks).
+# python3-yaml (Kubernetes manifest checks), logrotate (the package's decision log rotation).
 install_deploy_tools() {
   local missing=()
   command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+  command -v logrotate >/dev/null 2>&1 || missing+=(logrotate)
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
   [ ${#missing[@]} -eq 0 ] && { log "deployment check tools present"; return; }

@@ -34,6 +34,7 @@ dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's#^\./#/#' > "$WORK/files"
 for f in /usr/bin/zabbix-mcp-guard /etc/zabbix/zabbix_mcp_guard.conf \
          /etc/zabbix/mcp-guard/policies/default.rego \
          /etc/zabbix/mcp-guard/zabbix_mcp_guard.d/README \
+         /etc/logrotate.d/zabbix-mcp-guard \
          /usr/lib/systemd/system/zabbix-mcp-guard.service \
          /usr/share/doc/zabbix-mcp-guard/copyright \
          /usr/share/doc/zabbix-mcp-guard/README.md \
@@ -85,6 +86,38 @@ grep -q '"isError": true' "$WORK/call.json" && { cat "$WORK/call.json"; fail "ho
 wait_for 10 "the call in the packaged decision log" \
   grep -q '"host_get"' /var/log/zabbix-mcp-guard/decisions.log
 [ "$(stat -c %U /var/log/zabbix-mcp-guard/decisions.log)" = nobody ] || fail "decision log owner"
+
+step "logrotate rotates the decision log with the packaged rule"
+# logrotate moves the file away; the sidecar's next write creates the new one. A call's
+# last line is its zabbix_result event: one per call.
+LOGS=/var/log/zabbix-mcp-guard
+calls() { if [ -e "$1" ]; then grep -c '"zabbix_result"' "$1" || true; else echo none; fi; }
+rotate() {
+  logrotate -f --state "$WORK/logrotate.state" /etc/logrotate.d/zabbix-mcp-guard \
+    2>"$WORK/logrotate.err" || { cat "$WORK/logrotate.err"; fail "logrotate"; }
+}
+call_again() {
+  inspector "$BASE/mcp" "$ZBX_TOKEN_VIEWER" --method tools/call --tool-name host_get \
+    > "$WORK/call.json" 2>"$WORK/call.err" || { cat "$WORK/call.err"; fail "tools/call"; }
+  wait_for 10 "the call's result event in a new decisions.log" \
+    grep -q '"zabbix_result"' "$LOGS/decisions.log" || { ls -l "$LOGS"; fail "no new decisions.log"; }
+}
+expect() { [ "$(calls "$1")" = "$2" ] || fail "$1 holds $(calls "$1") calls, not $2: $(ls -l "$LOGS")"; }
+wait_for 10 "the first call's result event" grep -q '"zabbix_result"' "$LOGS/decisions.log"
+expect "$LOGS/decisions.log" 1
+rotate
+expect "$LOGS/decisions.log" none
+expect "$LOGS/decisions.log.1" 1
+call_again
+[ "$(stat -c %U "$LOGS/decisions.log")" = nobody ] || fail "new decision log owner"
+expect "$LOGS/decisions.log" 1
+expect "$LOGS/decisions.log.1" 1
+# The second rotation compresses the first file (delaycompress); every line is kept.
+rotate
+call_again
+[ "$(zcat "$LOGS/decisions.log.2.gz" | grep -c '"zabbix_result"')" = 1 ] || fail "decisions.log.2.gz"
+expect "$LOGS/decisions.log.1" 1
+expect "$LOGS/decisions.log" 1
 
 step "SIGTERM stops it cleanly"
 kill -TERM "$PID"; wait "$PID" || fail "exit status $? after SIGTERM: $(cat "$WORK/guard.log")"

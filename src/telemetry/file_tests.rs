@@ -1,0 +1,249 @@
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{Opener, RotatingFile, old_path, open_append};
+use crate::telemetry::fallback::capture::Capture;
+use crate::telemetry::test_dir;
+
+fn rotating(path: &Path, limit: u64, capture: &Capture) -> RotatingFile {
+    RotatingFile::with_limit_bytes(path, limit, capture.fallback(), Box::new(open_append))
+        .expect("log file opens")
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A 20-byte record: `r<nn> xxxxxxxxxxxxxx\n`.
+fn record(n: usize) -> String {
+    format!("r{n:02} {}\n", "x".repeat(15))
+}
+
+#[test]
+fn old_path_appends_to_the_whole_name() {
+    assert_eq!(
+        old_path(Path::new("/var/log/guard.log")),
+        PathBuf::from("/var/log/guard.log.old")
+    );
+}
+
+#[test]
+fn rotates_to_old_before_a_record_would_pass_the_limit() {
+    let dir = test_dir("rotate");
+    let path = dir.join("guard.log");
+    let capture = Capture::default();
+    let log = rotating(&path, 50, &capture);
+    for n in 0..5 {
+        log.write_record(record(n).as_bytes());
+    }
+    // 20 + 20 fit in 50, a third would not: r00 r01 | r02 r03 | r04.
+    assert_eq!(
+        lines(&old_path(&path)),
+        vec![record(2).trim_end(), record(3).trim_end()]
+    );
+    assert_eq!(lines(&path), vec![record(4).trim_end()]);
+    assert_eq!(capture.text(), "", "a clean rotation reports nothing");
+}
+
+#[test]
+fn existing_content_counts_towards_the_limit() {
+    let dir = test_dir("existing");
+    let path = dir.join("guard.log");
+    fs::write(&path, "y".repeat(39) + "\n").expect("prefill");
+    let log = rotating(&path, 50, &Capture::default());
+    log.write_record(record(0).as_bytes());
+    assert_eq!(lines(&old_path(&path)), vec!["y".repeat(39)]);
+    assert_eq!(lines(&path), vec![record(0).trim_end()]);
+}
+
+#[test]
+fn a_record_larger_than_the_limit_is_written_whole() {
+    let dir = test_dir("large");
+    let path = dir.join("guard.log");
+    let log = rotating(&path, 10, &Capture::default());
+    log.write_record(record(0).as_bytes());
+    log.write_record(record(1).as_bytes());
+    assert_eq!(lines(&old_path(&path)), vec![record(0).trim_end()]);
+    assert_eq!(lines(&path), vec![record(1).trim_end()]);
+}
+
+#[test]
+fn zero_limit_never_rotates() {
+    let dir = test_dir("norotate");
+    let path = dir.join("guard.log");
+    let log = rotating(&path, 0, &Capture::default());
+    for n in 0..50 {
+        log.write_record(record(n).as_bytes());
+    }
+    assert_eq!(lines(&path).len(), 50);
+    assert!(!old_path(&path).exists());
+}
+
+#[test]
+fn concurrent_records_are_neither_lost_nor_split() {
+    let dir = test_dir("concurrent");
+    let path = dir.join("guard.log");
+    // 4 threads × 50 records × 20 bytes = 4000 bytes: exactly one rotation.
+    let log = Arc::new(rotating(&path, 3000, &Capture::default()));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for n in 0..50 {
+                    log.write_record(format!("t{t} n{n:02} {}\n", "z".repeat(12)).as_bytes());
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("writer thread");
+    }
+    let old = lines(&old_path(&path));
+    let current = lines(&path);
+    assert!(
+        !old.is_empty() && !current.is_empty(),
+        "one rotation happened"
+    );
+    assert!(fs::metadata(old_path(&path)).expect("old").len() <= 3000);
+    let all: Vec<&String> = old.iter().chain(current.iter()).collect();
+    assert!(
+        all.iter()
+            .all(|line| line.len() == 19 && line.ends_with(&"z".repeat(12)))
+    );
+    let distinct: BTreeSet<&&String> = all.iter().collect();
+    assert_eq!((all.len(), distinct.len()), (200, 200));
+}
+
+#[test]
+fn failed_reopen_falls_back_to_stderr_and_says_so_once() {
+    let dir = test_dir("reopen");
+    let path = dir.join("guard.log");
+    let calls = AtomicUsize::new(0);
+    let open: Opener = Box::new(move |p| {
+        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            open_append(p)
+        } else {
+            Err(io::Error::other("injected"))
+        }
+    });
+    let capture = Capture::default();
+    let log = RotatingFile::with_limit_bytes(&path, 30, capture.fallback(), open)
+        .expect("first open works");
+    for n in 0..4 {
+        log.write_record(record(n).as_bytes());
+    }
+    assert_eq!(lines(&old_path(&path)), vec![record(0).trim_end()]);
+    let text = capture.text();
+    let expected = format!(
+        "zabbix-mcp-guard: cannot reopen log file \"{}\" after rotation: injected; \
+         logging to stderr from now on\n{}{}{}",
+        path.display(),
+        record(1),
+        record(2),
+        record(3)
+    );
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn failed_rename_keeps_writing_to_the_same_file() {
+    let dir = test_dir("rename");
+    let path = dir.join("guard.log");
+    // A non-empty directory where `.old` should go makes the rename fail, even as root.
+    fs::create_dir_all(old_path(&path).join("blocker")).expect("blocker");
+    let capture = Capture::default();
+    let log = rotating(&path, 30, &capture);
+    for n in 0..4 {
+        log.write_record(record(n).as_bytes());
+    }
+    assert_eq!(lines(&path).len(), 4, "nothing lost");
+    let text = capture.text();
+    assert!(
+        text.starts_with("zabbix-mcp-guard: cannot rotate log file"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1, "reported once: {text}");
+}
+
+#[test]
+fn failed_writes_go_to_stderr() {
+    let dir = test_dir("readonly");
+    let path = dir.join("guard.log");
+    fs::write(&path, "").expect("create");
+    let capture = Capture::default();
+    let read_only: Opener = Box::new(|p| fs::File::open(p));
+    let log = RotatingFile::with_limit_bytes(&path, 0, capture.fallback(), read_only)
+        .expect("opens read-only");
+    log.write_record(record(0).as_bytes());
+    log.write_record(record(1).as_bytes());
+    let text = capture.text();
+    assert!(
+        text.starts_with("zabbix-mcp-guard: cannot write to log file"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!("{}{}", record(0), record(1))),
+        "{text}"
+    );
+    assert_eq!(text.matches("cannot write").count(), 1);
+}
+
+#[test]
+fn follows_a_file_moved_away_or_removed() {
+    let dir = test_dir("follow");
+    let path = dir.join("guard.log");
+    let rotated = dir.join("guard.log.1");
+    let capture = Capture::default();
+    let log = rotating(&path, 0, &capture);
+    log.write_record(record(0).as_bytes());
+    // logrotate's `create`: renamed, and an empty file made in its place.
+    fs::rename(&path, &rotated).expect("rename");
+    fs::write(&path, "").expect("create");
+    log.write_record(record(1).as_bytes());
+    assert_eq!(lines(&rotated), vec![record(0).trim_end()]);
+    assert_eq!(lines(&path), vec![record(1).trim_end()]);
+    // `nocreate`: renamed, and the writer makes the new file.
+    fs::rename(&path, &rotated).expect("rename");
+    log.write_record(record(2).as_bytes());
+    assert_eq!(lines(&rotated), vec![record(1).trim_end()]);
+    assert_eq!(lines(&path), vec![record(2).trim_end()]);
+    // Removed by hand.
+    fs::remove_file(&path).expect("rm");
+    log.write_record(record(3).as_bytes());
+    assert_eq!(lines(&path), vec![record(3).trim_end()]);
+    assert_eq!(capture.text(), "", "following reports nothing");
+}
+
+#[test]
+fn a_file_truncated_in_place_is_counted_from_its_size() {
+    let dir = test_dir("truncated");
+    let path = dir.join("guard.log");
+    let log = rotating(&path, 50, &Capture::default());
+    log.write_record(record(0).as_bytes());
+    log.write_record(record(1).as_bytes());
+    // logrotate's `copytruncate`: 40 bytes copied elsewhere, the file cut to 0.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_len(0)
+        .expect("truncate");
+    log.write_record(record(2).as_bytes());
+    log.write_record(record(3).as_bytes());
+    assert!(
+        !old_path(&path).exists(),
+        "40 bytes in a 50-byte file: no rotation"
+    );
+    assert_eq!(
+        lines(&path),
+        vec![record(2).trim_end(), record(3).trim_end()]
+    );
+}
