@@ -42,6 +42,13 @@ impl Fallback {
         }
     }
 
+    /// Writes `zabbix-mcp-guard: <message>` now, and lets `problem` be reported again: the
+    /// problem is over, and a later one is news.
+    pub(crate) fn report_recovery(&self, problem: Problem, message: &str) {
+        self.reported.fetch_and(!(problem as u8), Ordering::Relaxed);
+        self.write(format!("zabbix-mcp-guard: {message}\n").as_bytes());
+    }
+
     /// Writes a whole record under the lock, so records never interleave.
     pub(crate) fn write(&self, record: &[u8]) {
         let mut out = lock(&self.out);

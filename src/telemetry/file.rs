@@ -40,7 +40,7 @@ pub(crate) struct RotatingFile {
 }
 
 struct State {
-    /// `None` once reopening after a rotation failed: records go to the fallback.
+    /// `None` while reopening after a rotation fails: records go to the fallback.
     file: Option<File>,
     /// Device and inode of `file`: whether the path still names it.
     id: (u64, u64),
@@ -109,7 +109,7 @@ impl RotatingFile {
     /// Appends one formatted record (one or more whole lines).
     pub(crate) fn write_record(&self, record: &[u8]) {
         let mut state = lock(&self.state);
-        if state.file.is_some() && state.followed.elapsed() >= self.follow_every {
+        if state.followed.elapsed() >= self.follow_every {
             self.follow(&mut state);
         }
         let len = u64::try_from(record.len()).unwrap_or(u64::MAX);
@@ -160,8 +160,25 @@ impl RotatingFile {
     /// Compares the path with the open file: moved away or removed (logrotate's `create`
     /// or `nocreate`), the path is opened anew; truncated in place (`copytruncate`), the
     /// size is taken from the file.
+    /// After a failed reopen, tries again, silently until it works.
     fn follow(&self, state: &mut State) {
         state.followed = Instant::now();
+        if state.file.is_none() {
+            if let Ok((file, meta)) = self.open_file() {
+                *state = State {
+                    file: Some(file),
+                    id: (meta.dev(), meta.ino()),
+                    size: meta.len(),
+                    followed: state.followed,
+                };
+                let message = format!(
+                    "log file \"{}\" opened again; logging there from now on",
+                    self.path.display()
+                );
+                self.fallback.report_recovery(Problem::Reopen, &message);
+            }
+            return;
+        }
         match fs::metadata(&self.path) {
             Ok(meta) if (meta.dev(), meta.ino()) == state.id => {
                 state.size = state.size.min(meta.len());
@@ -173,12 +190,14 @@ impl RotatingFile {
         }
     }
 
+    fn open_file(&self) -> io::Result<(File, fs::Metadata)> {
+        let file = (self.open)(&self.path)?;
+        let meta = file.metadata()?;
+        Ok((file, meta))
+    }
+
     fn reopen(&self, state: &mut State) {
-        let opened = (self.open)(&self.path).and_then(|file| {
-            let meta = file.metadata()?;
-            Ok((file, meta))
-        });
-        match opened {
+        match self.open_file() {
             Ok((file, meta)) => {
                 state.file = Some(file);
                 state.id = (meta.dev(), meta.ino());
@@ -186,7 +205,7 @@ impl RotatingFile {
             }
             Err(error) => {
                 let message = format!(
-                    "cannot reopen log file \"{}\" after rotation: {error}; logging to stderr from now on",
+                    "cannot reopen log file \"{}\" after rotation: {error}; logging to stderr until it opens again",
                     self.path.display()
                 );
                 self.fallback.report_once(Problem::Reopen, &message);

@@ -144,7 +144,7 @@ fn failed_reopen_falls_back_to_stderr_and_says_so_once() {
     let text = capture.text();
     let expected = format!(
         "zabbix-mcp-guard: cannot reopen log file \"{}\" after rotation: injected; \
-         logging to stderr from now on\n{}{}{}",
+         logging to stderr until it opens again\n{}{}{}",
         path.display(),
         record(1),
         record(2),
@@ -246,4 +246,35 @@ fn a_file_truncated_in_place_is_counted_from_its_size() {
         lines(&path),
         vec![record(2).trim_end(), record(3).trim_end()]
     );
+}
+
+#[test]
+fn a_failed_reopen_is_tried_again_and_its_end_said() {
+    let dir = test_dir("reopen-again");
+    let path = dir.join("guard.log");
+    let calls = AtomicUsize::new(0);
+    // The second open (after the rotation) fails, the third works.
+    let open: Opener = Box::new(move |p| {
+        if calls.fetch_add(1, Ordering::SeqCst) == 1 {
+            Err(io::Error::other("injected"))
+        } else {
+            open_append(p)
+        }
+    });
+    let capture = Capture::default();
+    let log = RotatingFile::with_limit_bytes(&path, 30, capture.fallback(), open)
+        .expect("first open works");
+    for n in 0..3 {
+        log.write_record(record(n).as_bytes());
+    }
+    assert_eq!(lines(&old_path(&path)), vec![record(0).trim_end()]);
+    assert_eq!(lines(&path), vec![record(2).trim_end()]);
+    let shown = path.display();
+    let expected = format!(
+        "zabbix-mcp-guard: cannot reopen log file \"{shown}\" after rotation: injected; \
+         logging to stderr until it opens again\n{}\
+         zabbix-mcp-guard: log file \"{shown}\" opened again; logging there from now on\n",
+        record(1)
+    );
+    assert_eq!(capture.text(), expected);
 }

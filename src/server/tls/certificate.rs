@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -26,7 +26,14 @@ pub struct ServerCertificate {
     watched: Mutex<Watched>,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
+    /// When the log last said the served certificate expires soon.
+    expiry_warned: Mutex<Option<Instant>>,
 }
+
+/// How close to its expiry a served certificate is said to expire soon, once a day: for
+/// admins who do not alert on `tls_certificate_expiry_timestamp_seconds`.
+const EXPIRY_WARNING_SECS: i64 = 14 * 86_400;
+const EXPIRY_WARNING_EVERY: Duration = Duration::from_secs(86_400);
 
 /// What `/metrics` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +66,7 @@ impl ServerCertificate {
             }),
             reloads_ok: AtomicU64::new(1),
             reloads_failed: AtomicU64::new(0),
+            expiry_warned: Mutex::new(None),
         };
         served.log_loaded(&served.served());
         Ok(served)
@@ -129,6 +137,7 @@ impl ServerCertificate {
                             "SIGHUP: reloading the TLS certificate");
                         Some(certificate.reload())
                     } else {
+                        certificate.warn_if_expiring();
                         certificate.poll()
                     }
                 });
@@ -156,6 +165,38 @@ impl ServerCertificate {
                 Err(error)
             }
         }
+    }
+
+    /// Says once a day that the served certificate expires within 14 days, or has expired.
+    /// `true` when it said so now.
+    fn warn_if_expiring(&self) -> bool {
+        let served = self.served();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let left = served.not_after.saturating_sub(now);
+        if left > EXPIRY_WARNING_SECS {
+            return false;
+        }
+        let mut warned = self
+            .expiry_warned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if warned.is_some_and(|at| at.elapsed() < EXPIRY_WARNING_EVERY) {
+            return false;
+        }
+        *warned = Some(Instant::now());
+        let days_left = left.div_euclid(86_400);
+        let not_after =
+            rfc3339_nanos(UNIX_EPOCH + Duration::from_secs(served.not_after.max(0).unsigned_abs()));
+        if left > 0 {
+            tracing::warn!(cert_file = %self.cert_file.display(), sha256 = %served.sha256,
+                %not_after, days_left, "TLS certificate expires soon: renew its files, they are loaded without a restart");
+        } else {
+            tracing::warn!(cert_file = %self.cert_file.display(), sha256 = %served.sha256,
+                %not_after, "TLS certificate being served has expired: clients refuse it");
+        }
+        true
     }
 
     fn log_loaded(&self, loaded: &Loaded) {

@@ -115,4 +115,47 @@ fn an_expired_certificate_loads_and_says_when_it_expired() {
     let cert = params.self_signed(&key).expect("cert");
     let served = loaded(&dir, &(cert.pem(), key.serialize_pem()));
     assert_eq!(served.status().not_after, 1_577_923_200);
+    // Said at the first poll, then not again that day.
+    assert!(served.warn_if_expiring());
+    assert!(!served.warn_if_expiring());
+}
+
+#[test]
+fn only_a_certificate_close_to_its_expiry_is_warned_about() {
+    let dir = Scratch::new("tls-expiring");
+    let served = loaded(&dir, &pair());
+    assert!(
+        !served.warn_if_expiring(),
+        "rcgen's default lasts until 4096"
+    );
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+        / 86_400;
+    let (year, month, day) = crate::calendar::civil_from_days(today + 3);
+    let mut params = CertificateParams::new(vec!["localhost".into()]).expect("params");
+    params.not_after = rcgen::date_time_ymd(
+        i32::try_from(year).expect("year"),
+        u8::try_from(month).expect("month"),
+        u8::try_from(day).expect("day"),
+    );
+    let key = KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("cert");
+    let served = loaded(&dir, &(cert.pem(), key.serialize_pem()));
+    assert!(served.warn_if_expiring());
+    assert!(!served.warn_if_expiring());
+}
+
+#[test]
+fn a_file_too_large_for_a_certificate_is_not_read_whole() {
+    let dir = Scratch::new("tls-large");
+    let served = loaded(&dir, &pair());
+    let large = "A".repeat(1024 * 1024 + 1);
+    dir.write("cert.pem", &large);
+    let refused = served.reload().expect_err("too large");
+    assert!(
+        refused.to_string().contains("larger than 1048576 bytes"),
+        "{refused}"
+    );
 }

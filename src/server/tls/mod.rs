@@ -6,6 +6,7 @@
 mod certificate;
 mod expiry;
 
+use std::io::Read as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,6 +36,10 @@ pub enum TlsError {
     #[error("the certificate and key do not make a TLS configuration: {0}")]
     Config(String),
 }
+
+/// The most of each file read: a path that names something else (`/dev/zero`, a disk
+/// image) must not fill memory, at start or at every poll.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// One certificate chain and its key, as served, with what logs and `/metrics` say of it.
 #[derive(Debug)]
@@ -72,7 +77,18 @@ struct PairFiles {
 impl PairFiles {
     /// Blocking file reads: call it off the runtime's threads, or at start.
     fn read(cert_file: &Path, key_file: &Path) -> PairFiles {
-        let read = |path: &Path| std::fs::read(path).map_err(|e| e.to_string());
+        let read = |path: &Path| {
+            let mut bytes = Vec::new();
+            std::fs::File::open(path)
+                .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+                .map_err(|e| e.to_string())?;
+            if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
+                return Err(format!(
+                    "larger than {MAX_FILE_BYTES} bytes, which no certificate chain or key is"
+                ));
+            }
+            Ok(bytes)
+        };
         PairFiles {
             cert: read(cert_file),
             key: read(key_file),
