@@ -6,7 +6,19 @@ use crate::server::tls::TlsError;
 
 /// A self-signed localhost certificate and its key, in PEM.
 fn pair() -> (String, String) {
-    let params = CertificateParams::new(vec!["localhost".into()]).expect("params");
+    pair_until(None)
+}
+
+/// The same, valid until (year, month, day) when given (rcgen's default: 4096).
+fn pair_until(not_after: Option<(u64, u64, u64)>) -> (String, String) {
+    let mut params = CertificateParams::new(vec!["localhost".into()]).expect("params");
+    if let Some((year, month, day)) = not_after {
+        params.not_after = rcgen::date_time_ymd(
+            i32::try_from(year).expect("year"),
+            u8::try_from(month).expect("month"),
+            u8::try_from(day).expect("day"),
+        );
+    }
     let key = KeyPair::generate().expect("key");
     let cert = params.self_signed(&key).expect("cert");
     (cert.pem(), key.serialize_pem())
@@ -109,11 +121,7 @@ fn the_watcher_loads_a_change_once_two_polls_agree() {
 #[test]
 fn an_expired_certificate_loads_and_says_when_it_expired() {
     let dir = Scratch::new("tls-expired");
-    let mut params = CertificateParams::new(vec!["localhost".into()]).expect("params");
-    params.not_after = rcgen::date_time_ymd(2020, 1, 2);
-    let key = KeyPair::generate().expect("key");
-    let cert = params.self_signed(&key).expect("cert");
-    let served = loaded(&dir, &(cert.pem(), key.serialize_pem()));
+    let served = loaded(&dir, &pair_until(Some((2020, 1, 2))));
     assert_eq!(served.status().not_after, 1_577_923_200);
     // Said at the first poll, then not again that day.
     assert!(served.warn_if_expiring());
@@ -133,16 +141,8 @@ fn only_a_certificate_close_to_its_expiry_is_warned_about() {
         .expect("after 1970")
         .as_secs()
         / 86_400;
-    let (year, month, day) = crate::calendar::civil_from_days(today + 3);
-    let mut params = CertificateParams::new(vec!["localhost".into()]).expect("params");
-    params.not_after = rcgen::date_time_ymd(
-        i32::try_from(year).expect("year"),
-        u8::try_from(month).expect("month"),
-        u8::try_from(day).expect("day"),
-    );
-    let key = KeyPair::generate().expect("key");
-    let cert = params.self_signed(&key).expect("cert");
-    let served = loaded(&dir, &(cert.pem(), key.serialize_pem()));
+    let soon = crate::calendar::civil_from_days(today + 3);
+    let served = loaded(&dir, &pair_until(Some(soon)));
     assert!(served.warn_if_expiring());
     assert!(!served.warn_if_expiring());
 }
