@@ -148,7 +148,7 @@ fn only_a_certificate_close_to_its_expiry_is_warned_about() {
 }
 
 #[test]
-fn a_file_too_large_for_a_certificate_is_not_read_whole() {
+fn a_file_too_large_or_not_regular_is_not_read() {
     let dir = Scratch::new("tls-large");
     let served = loaded(&dir, &pair());
     let large = "A".repeat(1024 * 1024 + 1);
@@ -156,6 +156,18 @@ fn a_file_too_large_for_a_certificate_is_not_read_whole() {
     let refused = served.reload().expect_err("too large");
     assert!(
         refused.to_string().contains("larger than 1048576 bytes"),
+        "{refused}"
+    );
+    // A FIFO would block the read until a writer came; it is refused without opening it.
+    std::fs::remove_file(dir.join("cert.pem")).expect("rm");
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("cert.pem"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let refused = served.reload().expect_err("a FIFO");
+    assert!(
+        refused.to_string().ends_with("not a regular file"),
         "{refused}"
     );
 }

@@ -78,6 +78,13 @@ impl PairFiles {
     /// Blocking file reads: call it off the runtime's threads, or at start.
     fn read(cert_file: &Path, key_file: &Path) -> PairFiles {
         let read = |path: &Path| {
+            // Opening a FIFO would wait for a writer, and hold the watcher with it.
+            if !std::fs::metadata(path)
+                .map_err(|e| e.to_string())?
+                .is_file()
+            {
+                return Err("not a regular file".to_owned());
+            }
             let mut bytes = Vec::new();
             std::fs::File::open(path)
                 .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
