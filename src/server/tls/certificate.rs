@@ -15,7 +15,6 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
 use super::{Loaded, PairFiles, TlsError};
-use crate::policy::timestamp::rfc3339_nanos;
 
 /// The pair being served, swapped whole by a reload.
 pub struct ServerCertificate {
@@ -171,10 +170,7 @@ impl ServerCertificate {
     /// `true` when it said so now.
     fn warn_if_expiring(&self) -> bool {
         let served = self.served();
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let left = served.not_after.saturating_sub(now);
+        let left = served.not_after.saturating_sub(unix_now());
         if left > EXPIRY_WARNING_SECS {
             return false;
         }
@@ -187,8 +183,7 @@ impl ServerCertificate {
         }
         *warned = Some(Instant::now());
         let days_left = left.div_euclid(86_400);
-        let not_after =
-            rfc3339_nanos(UNIX_EPOCH + Duration::from_secs(served.not_after.max(0).unsigned_abs()));
+        let not_after = served.not_after_text();
         if left > 0 {
             tracing::warn!(cert_file = %self.cert_file.display(), sha256 = %served.sha256,
                 %not_after, days_left, "TLS certificate expires soon: renew its files, they are loaded without a restart");
@@ -200,10 +195,8 @@ impl ServerCertificate {
     }
 
     fn log_loaded(&self, loaded: &Loaded) {
-        let not_after = UNIX_EPOCH + Duration::from_secs(loaded.not_after.max(0).unsigned_abs());
-        let expired = SystemTime::now() >= not_after;
-        let not_after = rfc3339_nanos(not_after);
-        if expired {
+        let not_after = loaded.not_after_text();
+        if loaded.not_after <= unix_now() {
             tracing::warn!(cert_file = %self.cert_file.display(), sha256 = %loaded.sha256,
                 %not_after, "TLS certificate loaded, and it has expired: clients will refuse it");
         } else {
@@ -222,6 +215,13 @@ impl ServerCertificate {
     fn watched_lock(&self) -> std::sync::MutexGuard<'_, Watched> {
         self.watched.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Seconds since 1970-01-01 UTC.
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 impl ResolvesServerCert for ServerCertificate {

@@ -9,6 +9,7 @@ mod expiry;
 use std::io::Read as _;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
 
 use rustls::InconsistentKeys;
 use rustls::ServerConfig;
@@ -16,6 +17,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use sha2::{Digest, Sha256};
 use tokio_rustls::TlsAcceptor;
+
+use crate::policy::timestamp::rfc3339_nanos;
 
 pub use certificate::{ServerCertificate, TlsStatus};
 
@@ -50,6 +53,14 @@ struct Loaded {
     /// SHA-256 of the leaf's DER, in hex, as `openssl x509 -fingerprint -sha256` shows it
     /// (without the colons).
     sha256: String,
+}
+
+impl Loaded {
+    /// `not_after` in RFC 3339 UTC, for the log.
+    fn not_after_text(&self) -> String {
+        let secs = self.not_after.max(0).unsigned_abs();
+        rfc3339_nanos(UNIX_EPOCH + Duration::from_secs(secs))
+    }
 }
 
 /// The acceptor of both listeners: every handshake gets the pair `certificate` holds then.
