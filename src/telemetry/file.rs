@@ -159,18 +159,13 @@ impl RotatingFile {
 
     /// Compares the path with the open file: moved away or removed (logrotate's `create`
     /// or `nocreate`), the path is opened anew; truncated in place (`copytruncate`), the
-    /// size is taken from the file.
-    /// After a failed reopen, tries again, silently until it works.
+    /// size is taken from the file. After a failed reopen, tries again, silently until it
+    /// works.
     fn follow(&self, state: &mut State) {
         state.followed = Instant::now();
         if state.file.is_none() {
-            if let Ok((file, meta)) = self.open_file() {
-                *state = State {
-                    file: Some(file),
-                    id: (meta.dev(), meta.ino()),
-                    size: meta.len(),
-                    followed: state.followed,
-                };
+            if let Ok(opened) = self.open_file() {
+                state.adopt(opened);
                 let message = format!(
                     "log file \"{}\" opened again; logging there from now on",
                     self.path.display()
@@ -198,11 +193,7 @@ impl RotatingFile {
 
     fn reopen(&self, state: &mut State) {
         match self.open_file() {
-            Ok((file, meta)) => {
-                state.file = Some(file);
-                state.id = (meta.dev(), meta.ino());
-                state.size = meta.len();
-            }
+            Ok(opened) => state.adopt(opened),
             Err(error) => {
                 let message = format!(
                     "cannot reopen log file \"{}\" after rotation: {error}; logging to stderr until it opens again",
@@ -212,6 +203,15 @@ impl RotatingFile {
                 state.file = None;
             }
         }
+    }
+}
+
+impl State {
+    /// Writes go to `file` from now on; its bytes count towards the limit.
+    fn adopt(&mut self, (file, meta): (File, fs::Metadata)) {
+        self.file = Some(file);
+        self.id = (meta.dev(), meta.ino());
+        self.size = meta.len();
     }
 }
 
