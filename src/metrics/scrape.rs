@@ -123,13 +123,12 @@ impl Collector for Scrape {
                 "TLS certificate loads by result (ok, failed: the served one was kept), the first included",
                 &[("ok", tls.reloads_ok), ("failed", tls.reloads_failed)],
             )?;
-            let expiry = ConstGauge::new(tls.not_after);
-            expiry.encode(encoder.encode_descriptor(
+            signed_gauge(
+                &mut encoder,
                 "tls_certificate_expiry_timestamp_seconds",
                 "notAfter of the TLS certificate being served, in seconds since 1970-01-01 UTC",
-                None,
-                expiry.metric_type(),
-            )?)?;
+                tls.not_after,
+            )?;
         }
         let mut info = encoder.encode_descriptor(
             "policy",
@@ -152,7 +151,21 @@ fn gauge(
     help: &str,
     value: u64,
 ) -> Result<(), std::fmt::Error> {
-    let metric = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+    signed_gauge(
+        encoder,
+        name,
+        help,
+        i64::try_from(value).unwrap_or(i64::MAX),
+    )
+}
+
+fn signed_gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: i64,
+) -> Result<(), std::fmt::Error> {
+    let metric = ConstGauge::new(value);
     metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
 }
 

@@ -58,7 +58,7 @@ impl ServerCertificate {
         let served = ServerCertificate {
             cert_file: cert_file.to_path_buf(),
             key_file: key_file.to_path_buf(),
-            current: RwLock::new(Arc::new(files.load(cert_file, key_file)?)),
+            current: RwLock::new(Arc::new(files.load()?)),
             watched: Mutex::new(Watched {
                 loaded: Some(files.digest()),
                 pending: None,
@@ -90,7 +90,7 @@ impl ServerCertificate {
         let mut watched = self.watched_lock();
         watched.loaded = Some(files.digest());
         watched.pending = None;
-        self.install(files.load(&self.cert_file, &self.key_file))
+        self.install(files.load())
     }
 
     /// One watcher step. `None`: nothing to do yet (no change, or a change that has not
@@ -109,7 +109,7 @@ impl ServerCertificate {
         }
         watched.loaded = Some(now);
         watched.pending = None;
-        Some(self.install(files.load(&self.cert_file, &self.key_file)))
+        Some(self.install(files.load()))
     }
 
     /// Polls the files every `every` and reloads on SIGHUP, until aborted or the last

@@ -80,14 +80,16 @@ fn provider() -> Arc<CryptoProvider> {
 
 /// The two files' bytes as read at one moment (an unreadable file: why). What is checked
 /// and served is exactly what was read, and the watcher compares digests of it.
-struct PairFiles {
+struct PairFiles<'a> {
+    cert_file: &'a Path,
+    key_file: &'a Path,
     cert: Result<Vec<u8>, String>,
     key: Result<Vec<u8>, String>,
 }
 
-impl PairFiles {
+impl<'a> PairFiles<'a> {
     /// Blocking file reads: call it off the runtime's threads, or at start.
-    fn read(cert_file: &Path, key_file: &Path) -> PairFiles {
+    fn read(cert_file: &'a Path, key_file: &'a Path) -> PairFiles<'a> {
         let read = |path: &Path| {
             // Opening a FIFO would wait for a writer, and hold the watcher with it.
             if !std::fs::metadata(path)
@@ -108,6 +110,8 @@ impl PairFiles {
             Ok(bytes)
         };
         PairFiles {
+            cert_file,
+            key_file,
             cert: read(cert_file),
             key: read(key_file),
         }
@@ -130,15 +134,10 @@ impl PairFiles {
 
     /// Checks the pair: PEM certificates (the leaf first) and a PEM private key that is the
     /// leaf's.
-    fn load(&self, cert_file: &Path, key_file: &Path) -> Result<Loaded, TlsError> {
+    fn load(&self) -> Result<Loaded, TlsError> {
+        let (cert_file, key_file) = (self.cert_file, self.key_file);
         let name = |path: &Path| path.display().to_string();
-        fn bytes<'a>(file: &'a Result<Vec<u8>, String>, path: &Path) -> Result<&'a [u8], TlsError> {
-            file.as_deref().map_err(|reason| TlsError::Read {
-                path: path.display().to_string(),
-                reason: reason.clone(),
-            })
-        }
-        let mut cert_pem = bytes(&self.cert, cert_file)?;
+        let mut cert_pem = read_bytes(&self.cert, cert_file)?;
         let certs = rustls_pemfile::certs(&mut cert_pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| TlsError::Read {
@@ -155,7 +154,7 @@ impl PairFiles {
             reason: reason.to_owned(),
         })?;
         let sha256 = hex::encode(Sha256::digest(leaf));
-        let mut key_pem = bytes(&self.key, key_file)?;
+        let mut key_pem = read_bytes(&self.key, key_file)?;
         let key = rustls_pemfile::private_key(&mut key_pem)
             .map_err(|e| TlsError::Read {
                 path: name(key_file),
@@ -195,4 +194,12 @@ impl PairFiles {
             sha256,
         })
     }
+}
+
+/// What was read of `path`, or why nothing was.
+fn read_bytes<'f>(file: &'f Result<Vec<u8>, String>, path: &Path) -> Result<&'f [u8], TlsError> {
+    file.as_deref().map_err(|reason| TlsError::Read {
+        path: path.display().to_string(),
+        reason: reason.clone(),
+    })
 }
