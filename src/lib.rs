@@ -23,6 +23,7 @@ pub(crate) mod mutate;
 pub mod pidfile;
 pub mod policy;
 pub mod ratelimit;
+pub(crate) mod reload;
 pub mod response;
 #[cfg(test)]
 pub(crate) mod scratch;

@@ -15,6 +15,7 @@ use super::decision::{Approval, Decision, Verdict, new_decision_id};
 use super::input::{PolicyInput, ToolKind};
 use super::source::{Fingerprint, PolicySource, Revision};
 use super::{PolicyError, PolicyMode};
+use crate::reload::Settle;
 
 /// Evaluates every policy decision of the sidecar. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -46,19 +47,10 @@ pub(crate) struct Shared {
     pub(crate) mode: PolicyMode,
     pub(crate) current: RwLock<Option<Arc<PolicySet>>>,
     pub(crate) last_error: Mutex<Option<String>>,
-    /// Serializes reloads (watcher vs SIGHUP) and remembers what the watcher saw.
-    pub(crate) reload_lock: Mutex<Watched>,
+    /// Serializes reloads (watcher vs SIGHUP) and remembers the directory as they saw it.
+    pub(crate) reload_lock: Mutex<Settle<Fingerprint>>,
     pub(crate) reloads_ok: AtomicU64,
     pub(crate) reloads_failed: AtomicU64,
-}
-
-/// What the watcher knows about the directory between polls.
-#[derive(Debug, Default)]
-pub(crate) struct Watched {
-    /// The directory as of the last load attempt.
-    pub(crate) loaded: Option<Fingerprint>,
-    /// A changed directory seen by the last poll, waiting to be seen unchanged once more.
-    pub(crate) pending: Option<Fingerprint>,
 }
 
 impl PolicyEngine {
@@ -92,7 +84,7 @@ impl PolicyEngine {
                 mode,
                 current: RwLock::new(None),
                 last_error: Mutex::new(None),
-                reload_lock: Mutex::new(Watched::default()),
+                reload_lock: Mutex::new(Settle::new()),
                 reloads_ok: AtomicU64::new(0),
                 reloads_failed: AtomicU64::new(0),
             }),

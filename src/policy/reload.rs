@@ -38,9 +38,9 @@ impl PolicyEngine {
             PolicySource::Dir(dir) => {
                 // Stat before reading, so a change made during the read is seen again.
                 let before = Fingerprint::of(dir).unwrap_or_default();
-                watched.loaded = Some(before.clone());
-                watched.pending = None;
-                read_stable(dir, &before).and_then(|sources| self.install(&sources))
+                let result = read_stable(dir, &before).and_then(|sources| self.install(&sources));
+                watched.loaded(before);
+                result
             }
         };
         self.record(result)
@@ -100,19 +100,8 @@ impl PolicyEngine {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         // An unreadable directory fingerprints as empty: it is reported once, not every poll.
-        let now = Fingerprint::of(dir).unwrap_or_default();
-        if watched.loaded.as_ref() == Some(&now) {
-            watched.pending = None;
-            return None;
-        }
-        if watched.pending.as_ref() != Some(&now) {
-            // Changed since the last poll: maybe still being written. Wait for it to settle.
-            watched.pending = Some(now);
-            return None;
-        }
-        watched.pending = None;
-        watched.loaded = Some(now.clone());
-        let result = match read_stable(dir, &now) {
+        let now = watched.changed(Fingerprint::of(dir).unwrap_or_default())?;
+        let result = match read_stable(dir, now) {
             // Touched but identical: nothing to do.
             Ok(sources) if self.revision().as_ref() == Some(&sources.revision) => return None,
             Ok(sources) => self.install(&sources),

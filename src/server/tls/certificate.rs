@@ -12,17 +12,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio::task::JoinHandle;
-use tokio::time::MissedTickBehavior;
 
 use super::{Loaded, PairFiles, TlsError};
+use crate::reload::{self, Settle, Watched};
 
 /// The pair being served, swapped whole by a reload.
 pub struct ServerCertificate {
     cert_file: PathBuf,
     key_file: PathBuf,
     current: RwLock<Arc<Loaded>>,
-    /// Serializes reloads (watcher, SIGHUP) and remembers what the watcher saw.
-    watched: Mutex<Watched>,
+    /// Serializes reloads (watcher, SIGHUP) and remembers the digests of what they read.
+    watched: Mutex<Settle<[u8; 32]>>,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
     /// When the log last said the served certificate expires soon.
@@ -43,26 +43,17 @@ pub struct TlsStatus {
     pub not_after: i64,
 }
 
-#[derive(Default)]
-struct Watched {
-    /// Digest of the files as the last load (or failed load) read them.
-    loaded: Option<[u8; 32]>,
-    /// A change seen by the last poll, loaded if the next poll reads it unchanged.
-    pending: Option<[u8; 32]>,
-}
-
 impl ServerCertificate {
     /// Loads the pair; an error here stops start-up. Blocking file reads.
     pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerCertificate, TlsError> {
         let files = PairFiles::read(cert_file, key_file);
+        let mut watched = Settle::new();
+        watched.loaded(files.digest());
         let served = ServerCertificate {
             cert_file: cert_file.to_path_buf(),
             key_file: key_file.to_path_buf(),
             current: RwLock::new(Arc::new(files.load()?)),
-            watched: Mutex::new(Watched {
-                loaded: Some(files.digest()),
-                pending: None,
-            }),
+            watched: Mutex::new(watched),
             reloads_ok: AtomicU64::new(1),
             reloads_failed: AtomicU64::new(0),
             expiry_warned: Mutex::new(None),
@@ -87,9 +78,9 @@ impl ServerCertificate {
     /// Loads the pair again now; on error the served pair stays. Blocking file reads.
     pub fn reload(&self) -> Result<(), TlsError> {
         let files = PairFiles::read(&self.cert_file, &self.key_file);
+        // Held through the load, so a poll cannot interleave.
         let mut watched = self.watched_lock();
-        watched.loaded = Some(files.digest());
-        watched.pending = None;
+        watched.loaded(files.digest());
         self.install(files.load())
     }
 
@@ -97,54 +88,17 @@ impl ServerCertificate {
     /// been read unchanged by two polls in a row, so a pair being written is not taken).
     fn poll(&self) -> Option<Result<(), TlsError>> {
         let files = PairFiles::read(&self.cert_file, &self.key_file);
-        let now = files.digest();
+        // Held through the load, so a SIGHUP reload cannot interleave.
         let mut watched = self.watched_lock();
-        if watched.loaded == Some(now) {
-            watched.pending = None;
-            return None;
-        }
-        if watched.pending != Some(now) {
-            watched.pending = Some(now);
-            return None;
-        }
-        watched.loaded = Some(now);
-        watched.pending = None;
-        Some(self.install(files.load()))
+        watched
+            .changed(files.digest())
+            .map(|_| self.install(files.load()))
     }
 
     /// Polls the files every `every` and reloads on SIGHUP, until aborted or the last
     /// other reference is dropped. File work runs on the blocking pool.
     pub fn spawn_watcher(self: &Arc<Self>, every: Duration) -> JoinHandle<()> {
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            ticks.tick().await; // the first tick is immediate; the pair was just loaded
-            let mut hangups =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-            loop {
-                let sighup = tokio::select! {
-                    _ = ticks.tick() => false,
-                    Some(()) = async { hangups.as_mut()?.recv().await } => true,
-                };
-                let Some(certificate) = weak.upgrade() else {
-                    break;
-                };
-                let step = tokio::task::spawn_blocking(move || {
-                    if sighup {
-                        tracing::info!(cert_file = %certificate.cert_file.display(),
-                            "SIGHUP: reloading the TLS certificate");
-                        Some(certificate.reload())
-                    } else {
-                        certificate.warn_if_expiring();
-                        certificate.poll()
-                    }
-                });
-                if step.await.is_err() {
-                    tracing::error!("TLS certificate watcher step panicked");
-                }
-            }
-        })
+        reload::spawn_watcher(self, every)
     }
 
     fn install(&self, result: Result<Loaded, TlsError>) -> Result<(), TlsError> {
@@ -212,7 +166,7 @@ impl ServerCertificate {
             .clone()
     }
 
-    fn watched_lock(&self) -> std::sync::MutexGuard<'_, Watched> {
+    fn watched_lock(&self) -> std::sync::MutexGuard<'_, Settle<[u8; 32]>> {
         self.watched.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -222,6 +176,19 @@ fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl Watched for ServerCertificate {
+    fn on_tick(&self) {
+        self.warn_if_expiring();
+        let _ = self.poll();
+    }
+
+    fn on_hangup(&self) {
+        tracing::info!(cert_file = %self.cert_file.display(),
+            "SIGHUP: reloading the TLS certificate");
+        let _ = self.reload();
+    }
 }
 
 impl ResolvesServerCert for ServerCertificate {

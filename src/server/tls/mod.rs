@@ -6,7 +6,6 @@
 mod certificate;
 mod expiry;
 
-use std::io::Read as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -19,6 +18,7 @@ use sha2::{Digest, Sha256};
 use tokio_rustls::TlsAcceptor;
 
 use crate::policy::timestamp::rfc3339_nanos;
+use crate::reload::{self, read_small_file};
 
 pub use certificate::{ServerCertificate, TlsStatus};
 
@@ -40,8 +40,8 @@ pub enum TlsError {
     Config(String),
 }
 
-/// The most of each file read: a path that names something else (`/dev/zero`, a disk
-/// image) must not fill memory, at start or at every poll.
+/// The most of each file read (no certificate chain or key is that large): a path that
+/// names something else (`/dev/zero`, a disk image) must not fill memory at every poll.
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// One certificate chain and its key, as served, with what logs and `/metrics` say of it.
@@ -90,46 +90,17 @@ struct PairFiles<'a> {
 impl<'a> PairFiles<'a> {
     /// Blocking file reads: call it off the runtime's threads, or at start.
     fn read(cert_file: &'a Path, key_file: &'a Path) -> PairFiles<'a> {
-        let read = |path: &Path| {
-            // Opening a FIFO would wait for a writer, and hold the watcher with it.
-            if !std::fs::metadata(path)
-                .map_err(|e| e.to_string())?
-                .is_file()
-            {
-                return Err("not a regular file".to_owned());
-            }
-            let mut bytes = Vec::new();
-            std::fs::File::open(path)
-                .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-                .map_err(|e| e.to_string())?;
-            if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
-                return Err(format!(
-                    "larger than {MAX_FILE_BYTES} bytes, which no certificate chain or key is"
-                ));
-            }
-            Ok(bytes)
-        };
         PairFiles {
             cert_file,
             key_file,
-            cert: read(cert_file),
-            key: read(key_file),
+            cert: read_small_file(cert_file, MAX_FILE_BYTES),
+            key: read_small_file(key_file, MAX_FILE_BYTES),
         }
     }
 
     /// Tells one reading from another; a file that cannot be read counts by its error.
     fn digest(&self) -> [u8; 32] {
-        let mut hash = Sha256::new();
-        for file in [&self.cert, &self.key] {
-            let (tag, bytes) = match file {
-                Ok(bytes) => (1u8, bytes.as_slice()),
-                Err(reason) => (0, reason.as_bytes()),
-            };
-            hash.update([tag]);
-            hash.update(bytes.len().to_le_bytes());
-            hash.update(bytes);
-        }
-        hash.finalize().into()
+        reload::digest([&self.cert, &self.key])
     }
 
     /// Checks the pair: PEM certificates (the leaf first) and a PEM private key that is the
