@@ -72,6 +72,7 @@ pub async fn run(app: Arc<App>, token: ApiToken) -> Result<(), StdioError> {
         tokio::fs::File::from_std(stdout),
     );
     let watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
+    let trust_watcher = app.zabbix.spawn_trust_watcher(DEFAULT_POLL_INTERVAL);
     let handler = StdioHandler {
         inner: GuardHandler::new(app.clone()),
         app: app.clone(),
@@ -86,6 +87,9 @@ pub async fn run(app: Arc<App>, token: ApiToken) -> Result<(), StdioError> {
         Err(error) => Err(StdioError::Serve(error.to_string())),
     };
     watcher.abort();
+    if let Some(watcher) = trust_watcher {
+        watcher.abort();
+    }
     let log = app.decisions.clone();
     if !matches!(
         tokio::task::spawn_blocking(move || log.flush()).await,

@@ -56,7 +56,7 @@ async fn tls_toward_zabbix_verified_failing_and_ignored() {
         .next()
         .unwrap()
         .to_owned();
-    let port = common::tls::front(&pki, upstream).await;
+    let port = common::tls::front(&pki, upstream).await.port;
     let https_url = format!("https://localhost:{port}/api_jsonrpc.php");
 
     // Verified against TLSCAFile.

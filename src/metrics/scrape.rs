@@ -1,6 +1,6 @@
 //! Values read at scrape time from counters the app and the server already keep (in-flight
 //! calls, open connections and sessions, the decision log writer, the identity and list
-//! caches, policy and TLS certificate reloads), so the request path pays nothing extra for them.
+//! caches, policy, TLS certificate and Zabbix CA reloads), so the request path pays nothing extra for them.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -10,6 +10,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::server::tls::TlsStatus;
+use crate::zabbix::TrustStatus;
 
 /// The `Content-Type` of the Prometheus text format 0.0.4.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -40,6 +41,8 @@ pub struct Scrape {
     pub list_sets_reused: u64,
     /// The served certificate's reloads and expiry (`TLSAccept=cert`; `None`: no TLS).
     pub tls: Option<TlsStatus>,
+    /// Reloads of the CAs trusted toward Zabbix (`None`: `http`, or not verified).
+    pub zabbix_trust: Option<TrustStatus>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -128,6 +131,14 @@ impl Collector for Scrape {
                 "tls_certificate_expiry_timestamp_seconds",
                 "notAfter of the TLS certificate being served, in seconds since 1970-01-01 UTC",
                 tls.not_after,
+            )?;
+        }
+        if let Some(trust) = &self.zabbix_trust {
+            counters(
+                &mut encoder,
+                "zabbix_tls_ca_reloads",
+                "Loads of the CAs trusted toward Zabbix (TLSCAFile, the system's roots) by result (ok, failed: the trusted ones were kept), the first included",
+                &[("ok", trust.reloads_ok), ("failed", trust.reloads_failed)],
             )?;
         }
         let mut info = encoder.encode_descriptor(

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::{ApprovalOutcome, Metrics, PREFIX, RateScope, Scrape, ToolOutcome};
 use crate::policy::{Decision, Phase};
 use crate::server::tls::TlsStatus;
+use crate::zabbix::TrustStatus;
 use crate::zabbix::{Method, ZabbixError};
 
 /// One sample line: name, labels, value.
@@ -251,6 +252,10 @@ fn every_family_renders_as_valid_exposition() {
             reloads_failed: 16,
             not_after: 1_803_859_200,
         }),
+        zabbix_trust: Some(TrustStatus {
+            reloads_ok: 17,
+            reloads_failed: 18,
+        }),
     });
     let samples = validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(
@@ -322,6 +327,8 @@ fn every_family_renders_as_valid_exposition() {
     assert_eq!(v("tls_certificate_reloads_total", &lines("failed")), 16.0);
     let expiry = v("tls_certificate_expiry_timestamp_seconds", &[]);
     assert_eq!(expiry, 1_803_859_200.0);
+    assert_eq!(v("zabbix_tls_ca_reloads_total", &lines("ok")), 17.0);
+    assert_eq!(v("zabbix_tls_ca_reloads_total", &lines("failed")), 18.0);
     // The revision is escaped, so even a hostile one cannot break the format.
     assert_eq!(v("policy_info", &[("revision", "rev\"1\\\n")]), 1.0);
 }
@@ -337,8 +344,8 @@ fn a_fresh_registry_is_valid_and_shows_the_fixed_series_at_zero() {
     assert_eq!(samples.iter().filter(|s| s.0 == name).count(), 11);
     // No policy loaded: the info family has no series.
     assert!(!samples.iter().any(|s| s.0.ends_with("policy_info")));
-    // No TLS: no certificate series.
-    assert!(!samples.iter().any(|s| s.0.contains("tls_certificate")));
+    // No TLS: no certificate or CA series.
+    assert!(!samples.iter().any(|s| s.0.contains("tls_")));
 }
 
 #[test]

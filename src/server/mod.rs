@@ -75,6 +75,8 @@ pub struct Server {
     policy_watcher: tokio::task::JoinHandle<()>,
     /// Reloads the TLS certificate when its files change or on SIGHUP (`TLSAccept=cert`).
     certificate_watcher: Option<tokio::task::JoinHandle<()>>,
+    /// Reloads the CAs trusted toward Zabbix when `TLSCAFile` changes or on SIGHUP.
+    trust_watcher: Option<tokio::task::JoinHandle<()>>,
     readiness_task: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
@@ -121,6 +123,7 @@ impl Server {
         let status_addrs = status::start(&app, &endpoint, cancel.clone(), &mut tasks).await?;
         let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
         let certificate_watcher = certificate.map(|c| c.spawn_watcher(DEFAULT_POLL_INTERVAL));
+        let trust_watcher = app.zabbix.spawn_trust_watcher(DEFAULT_POLL_INTERVAL);
         Ok(Server {
             addrs,
             approval_addrs,
@@ -130,6 +133,7 @@ impl Server {
             tasks,
             policy_watcher,
             certificate_watcher,
+            trust_watcher,
             readiness_task,
             app,
         })
@@ -160,7 +164,10 @@ impl Server {
         self.mcp_cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
-        if let Some(watcher) = &self.certificate_watcher {
+        for watcher in [&self.certificate_watcher, &self.trust_watcher]
+            .into_iter()
+            .flatten()
+        {
             watcher.abort();
         }
         self.readiness_task.abort();

@@ -149,6 +149,7 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
         list_sets_evaluated: app.list_decisions.evaluated(),
         list_sets_reused: app.list_decisions.reused(),
         tls: endpoint.certificate.as_ref().map(|c| c.status()),
+        zabbix_trust: app.zabbix.trust_status(),
     };
     let text = app.metrics.render(scrape);
     let mut response = Response::new(Full::new(Bytes::from(text)).boxed());

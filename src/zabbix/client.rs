@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
 use crate::zabbix::caller::ApiToken;
@@ -19,7 +20,7 @@ use crate::zabbix::error::ZabbixError;
 use crate::zabbix::method::Method;
 use crate::zabbix::params_text::{ObjectWriter, ParamsText};
 use crate::zabbix::raw::{self, Answer, RawReply};
-use crate::zabbix::tls;
+use crate::zabbix::trust::{TrustStatus, ZabbixTrust};
 use crate::zabbix::version::{TokenTransport, ZabbixVersion};
 
 /// What the client needs to know to reach Zabbix.
@@ -47,6 +48,8 @@ pub struct ZabbixClient {
     /// Reads may be sent again when a reused connection closed before taking them;
     /// writes never are: a write reaches Zabbix at most once.
     connections: Connections,
+    /// What `https` connections trust, loaded again without a restart (`None`: `http`).
+    trust: Option<Arc<ZabbixTrust>>,
     api_url_text: String,
     timeout: Duration,
     max_response_bytes: usize,
@@ -90,13 +93,19 @@ impl ZabbixClient {
                 });
             }
         }
-        let tls = tls::client_config(settings.ca_file.as_deref(), settings.ignore_cert_errors)?;
-        let connections = Connections::new(&api_url, tls).map_err(|error| ZabbixError::BadUrl {
-            url: settings.api_url.clone(),
-            reason: error.to_string(),
-        })?;
+        let https = api_url.scheme_str() == Some("https");
+        let trust = Arc::new(ZabbixTrust::load(
+            settings.ca_file.as_deref(),
+            settings.ignore_cert_errors,
+        )?);
+        let connections =
+            Connections::new(&api_url, trust.clone()).map_err(|error| ZabbixError::BadUrl {
+                url: settings.api_url.clone(),
+                reason: error.to_string(),
+            })?;
         Ok(Self {
             connections,
+            trust: https.then_some(trust),
             api_url_text: settings.api_url.clone(),
             timeout: settings.timeout,
             max_response_bytes: settings.max_response_bytes,
@@ -112,6 +121,19 @@ impl ZabbixClient {
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = Some(metrics);
         self
+    }
+
+    /// Reloads the CAs trusted toward Zabbix when `TLSCAFile` changes or on SIGHUP, for an
+    /// `https` URL that is verified; `None` otherwise. Must be called inside a Tokio runtime.
+    pub fn spawn_trust_watcher(&self, every: Duration) -> Option<JoinHandle<()>> {
+        let trust = self.trust.as_ref().filter(|trust| trust.verifies())?;
+        Some(trust.spawn_watcher(every))
+    }
+
+    /// The reloads of what is trusted toward Zabbix (`None`: `http`, or not verified).
+    pub fn trust_status(&self) -> Option<TrustStatus> {
+        let trust = self.trust.as_ref().filter(|trust| trust.verifies())?;
+        Some(trust.status())
     }
 
     pub fn api_url(&self) -> &str {

@@ -27,10 +27,11 @@ use hyper::body::Incoming;
 use hyper::client::conn::{TrySendError, http1, http2};
 use hyper::rt::{Read, Write};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+
+use crate::zabbix::trust::ZabbixTrust;
 
 /// Idle HTTP/1.1 connections kept for reuse.
 pub(crate) const MAX_IDLE: usize = 64;
@@ -78,7 +79,7 @@ pub(crate) enum ConnectionError {
 pub(crate) struct Connections {
     target: Target,
     /// TLS for `https` URLs, with the name the certificate must carry.
-    tls: Option<(TlsConnector, ServerName<'static>)>,
+    tls: Option<(Arc<ZabbixTrust>, ServerName<'static>)>,
     idle: Mutex<Idle>,
 }
 
@@ -122,9 +123,9 @@ pub(crate) enum TargetError {
 }
 
 impl Connections {
-    /// Connections to `url` (`http` or `https`, checked by the caller); `tls` is used for
-    /// `https` only, with ALPN offering HTTP/2 and HTTP/1.1.
-    pub(crate) fn new(url: &Uri, tls: ClientConfig) -> Result<Self, TargetError> {
+    /// Connections to `url` (`http` or `https`, checked by the caller); `trust` is used
+    /// for `https` only.
+    pub(crate) fn new(url: &Uri, trust: Arc<ZabbixTrust>) -> Result<Self, TargetError> {
         let https = url.scheme_str() == Some("https");
         let host = url
             .host()
@@ -153,9 +154,7 @@ impl Connections {
         let tls = if https {
             let name = ServerName::try_from(host.clone())
                 .map_err(|_| TargetError::ServerName(host.clone()))?;
-            let mut config = tls;
-            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-            Some((TlsConnector::from(Arc::new(config)), name))
+            Some((trust, name))
         } else {
             None
         };
@@ -307,14 +306,14 @@ impl Connections {
             None => self.http1(TokioIo::new(tcp)).await,
             // Boxed: a TLS handshake's state is kBs, which every call's future would
             // otherwise carry (and copy) even when the frontend speaks plain HTTP.
-            Some((connector, name)) => Box::pin(self.connect_tls(tcp, connector, name)).await,
+            Some((trust, name)) => Box::pin(self.connect_tls(tcp, trust.connector(), name)).await,
         }
     }
 
     async fn connect_tls(
         &self,
         tcp: TcpStream,
-        connector: &TlsConnector,
+        connector: TlsConnector,
         name: &ServerName<'static>,
     ) -> Result<Sender, ConnectionError> {
         let address = &self.target.address;

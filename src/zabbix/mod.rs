@@ -1,5 +1,5 @@
 //! Everything that talks to the Zabbix API: the closed method set, versions, the
-//! JSON-RPC client, TLS toward Zabbix, and the caller's identity.
+//! JSON-RPC client, TLS toward Zabbix and what it trusts, and the caller's identity.
 
 pub mod caller;
 pub mod client;
@@ -9,11 +9,13 @@ pub mod method;
 pub mod params_text;
 pub mod raw;
 pub mod scan;
-pub mod tls;
+mod tls;
+mod trust;
 pub mod version;
 
 pub use caller::{ApiToken, Caller, CallerError, CallerResolver, Identity};
 pub use client::{ClientSettings, Payload, ZabbixClient};
 pub use error::ZabbixError;
 pub use method::Method;
+pub use trust::TrustStatus;
 pub use version::ZabbixVersion;

@@ -1,5 +1,6 @@
 //! TLS toward Zabbix: system and bundled roots plus `TLSCAFile`, or no verification at all
-//! when `IgnoreURLCertErrors=true` (warned about at start).
+//! when `IgnoreURLCertErrors=true` (warned about at start). ALPN offers HTTP/2 and
+//! HTTP/1.1. What is trusted is loaded again without a restart: see [`super::trust`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,48 +11,68 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use crate::zabbix::error::ZabbixError;
 
-/// Builds the rustls client configuration for the Zabbix connection.
-pub fn client_config(
-    ca_file: Option<&Path>,
-    ignore_cert_errors: bool,
-) -> Result<ClientConfig, ZabbixError> {
+/// What verifies Zabbix's certificate.
+#[derive(Debug)]
+pub(crate) enum Verify {
+    /// The system's roots and the bundled ones, plus these (`TLSCAFile`).
+    Roots(Vec<CertificateDer<'static>>),
+    /// `IgnoreURLCertErrors=true`.
+    Nothing,
+}
+
+/// Builds the rustls client configuration for the Zabbix connection. The system's roots
+/// are read here, so a new one (`update-ca-certificates`) is taken at the next build.
+pub(crate) fn client_config(verify: Verify) -> Result<ClientConfig, ZabbixError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| ZabbixError::Tls(e.to_string()))?;
-    if ignore_cert_errors {
-        return Ok(builder
+    let mut config = match verify {
+        Verify::Nothing => builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
-            .with_no_client_auth());
-    }
-    let mut roots = RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    // Native roots are best effort: a host without a CA bundle still has the bundled ones.
-    let native = rustls_native_certs::load_native_certs();
-    for cert in native.certs {
-        let _ = roots.add(cert);
-    }
-    if let Some(path) = ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| ZabbixError::Tls(format!("cannot read {}: {e}", path.display())))?;
-        let mut added = 0;
-        for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-            let cert =
-                cert.map_err(|e| ZabbixError::Tls(format!("bad PEM in {}: {e}", path.display())))?;
-            roots
-                .add(cert)
-                .map_err(|e| ZabbixError::Tls(format!("bad CA in {}: {e}", path.display())))?;
-            added += 1;
+            .with_no_client_auth(),
+        Verify::Roots(extra) => {
+            let mut roots = RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            // Native roots are best effort: a host without a CA bundle still has the bundled ones.
+            let native = rustls_native_certs::load_native_certs();
+            for cert in native.certs {
+                let _ = roots.add(cert);
+            }
+            for cert in extra {
+                roots
+                    .add(cert)
+                    .map_err(|e| ZabbixError::Tls(format!("a CA rustls cannot use: {e}")))?;
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
         }
-        if added == 0 {
-            return Err(ZabbixError::Tls(format!(
-                "{} holds no PEM certificate",
-                path.display()
-            )));
-        }
+    };
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The PEM certificates in `pem`, read from `path` (named in errors): at least one, each
+/// one rustls can take as a CA.
+pub(crate) fn ca_certificates(
+    path: &Path,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, ZabbixError> {
+    let certs = rustls_pemfile::certs(&mut &pem[..])
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ZabbixError::Tls(format!("bad PEM in {}: {e}", path.display())))?;
+    for cert in &certs {
+        RootCertStore::empty()
+            .add(cert.clone())
+            .map_err(|e| ZabbixError::Tls(format!("bad CA in {}: {e}", path.display())))?;
     }
-    Ok(builder.with_root_certificates(roots).with_no_client_auth())
+    if certs.is_empty() {
+        return Err(ZabbixError::Tls(format!(
+            "{} holds no PEM certificate",
+            path.display()
+        )));
+    }
+    Ok(certs)
 }
 
 /// Accepts any certificate; signatures are still checked so the handshake stays well-formed.

@@ -2,7 +2,7 @@
 //! terminates TLS and forwards the bytes to the plain-HTTP lab Zabbix.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use tokio::net::{TcpListener, TcpStream};
@@ -61,17 +61,32 @@ pub fn server_config(pki: &Pki) -> rustls::ServerConfig {
         .unwrap()
 }
 
-/// Starts a TLS front for `upstream` (host:port); returns its port.
-pub async fn front(pki: &Pki, upstream: String) -> u16 {
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(pki)));
+/// A TLS front for the lab's plain-HTTP Zabbix, whose certificate can be replaced: a
+/// frontend whose certificate is re-issued.
+pub struct Front {
+    pub port: u16,
+    serving: Arc<RwLock<Arc<rustls::ServerConfig>>>,
+}
+
+impl Front {
+    /// New connections get `pki`'s certificate from now on.
+    pub fn serve(&self, pki: &Pki) {
+        *self.serving.write().unwrap() = Arc::new(server_config(pki));
+    }
+}
+
+/// Starts a TLS front for `upstream` (host:port) serving `pki`'s certificate.
+pub async fn front(pki: &Pki, upstream: String) -> Front {
+    let serving = Arc::new(RwLock::new(Arc::new(server_config(pki))));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    let config = serving.clone();
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
-            let acceptor = acceptor.clone();
+            let acceptor = tokio_rustls::TlsAcceptor::from(config.read().unwrap().clone());
             let upstream = upstream.clone();
             tokio::spawn(async move {
                 let Ok(mut tls) = acceptor.accept(stream).await else {
@@ -84,5 +99,5 @@ pub async fn front(pki: &Pki, upstream: String) -> u16 {
             });
         }
     });
-    port
+    Front { port, serving }
 }

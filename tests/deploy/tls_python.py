@@ -1,6 +1,7 @@
 """The official MCP Python SDK (PyPI `mcp`) over streamable HTTP with TLS, trusting only
 CA_FILE: calls host_get {"search": "mcp-web-01"}.
-Usage: python tls_python.py MCP_URL TOKEN CA_FILE. Prints one JSON summary line."""
+Usage: python tls_python.py MCP_URL TOKEN CA_FILE. Prints one JSON summary line: is_error,
+the record count, and a tool error's code and message as the SDK read them."""
 import asyncio
 import json
 import ssl
@@ -32,7 +33,16 @@ async def main(url, token, ca_file):
             await session.initialize()
             result = await session.call_tool("host_get", {"search": "mcp-web-01"})
             body = result.structuredContent or json.loads(result.content[0].text)
-            print(json.dumps({"is_error": result.isError, "count": body.get("count")}))
+            print(
+                json.dumps(
+                    {
+                        "is_error": result.isError,
+                        "count": body.get("count"),
+                        "code": body.get("code"),
+                        "message": body.get("message"),
+                    }
+                )
+            )
 
 
 if __name__ == "__main__":
