@@ -208,15 +208,7 @@ async fn a_new_zabbix_ca_is_trusted_without_a_restart() {
     let client = common::client(&guard, &lab.token).await;
     let host_get = || read(&client, "host_get", json!({"search": "mcp-web-01"}));
     assert_eq!(host_get().await["count"], 1);
-    let scrape = async || {
-        let text = reqwest::get(format!("{}/metrics", guard.base))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        common::metrics::parse(&text)
-    };
+    let scrape = || common::metrics::scrape(&guard.base);
     let reloads = |scraped: &common::metrics::Scraped, result: &str| {
         scraped.get(&format!(
             "zabbix_tls_ca_reloads_total{{result=\"{result}\"}}"

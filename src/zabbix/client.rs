@@ -48,8 +48,9 @@ pub struct ZabbixClient {
     /// Reads may be sent again when a reused connection closed before taking them;
     /// writes never are: a write reaches Zabbix at most once.
     connections: Connections,
-    /// What `https` connections trust, loaded again without a restart (`None`: `http`).
-    trust: Option<Arc<ZabbixTrust>>,
+    /// What `https` connections trust, loaded again without a restart (`None`: `http`, or
+    /// `IgnoreURLCertErrors=true`: nothing to load).
+    reloadable_trust: Option<Arc<ZabbixTrust>>,
     api_url_text: String,
     timeout: Duration,
     max_response_bytes: usize,
@@ -93,7 +94,7 @@ impl ZabbixClient {
                 });
             }
         }
-        let https = api_url.scheme_str() == Some("https");
+        let verified = api_url.scheme_str() == Some("https") && !settings.ignore_cert_errors;
         let trust = Arc::new(ZabbixTrust::load(
             settings.ca_file.as_deref(),
             settings.ignore_cert_errors,
@@ -105,7 +106,7 @@ impl ZabbixClient {
             })?;
         Ok(Self {
             connections,
-            trust: https.then_some(trust),
+            reloadable_trust: verified.then_some(trust),
             api_url_text: settings.api_url.clone(),
             timeout: settings.timeout,
             max_response_bytes: settings.max_response_bytes,
@@ -126,14 +127,12 @@ impl ZabbixClient {
     /// Reloads the CAs trusted toward Zabbix when `TLSCAFile` changes or on SIGHUP, for an
     /// `https` URL that is verified; `None` otherwise. Must be called inside a Tokio runtime.
     pub fn spawn_trust_watcher(&self, every: Duration) -> Option<JoinHandle<()>> {
-        let trust = self.trust.as_ref().filter(|trust| trust.verifies())?;
-        Some(trust.spawn_watcher(every))
+        Some(self.reloadable_trust.as_ref()?.spawn_watcher(every))
     }
 
     /// The reloads of what is trusted toward Zabbix (`None`: `http`, or not verified).
     pub fn trust_status(&self) -> Option<TrustStatus> {
-        let trust = self.trust.as_ref().filter(|trust| trust.verifies())?;
-        Some(trust.status())
+        Some(self.reloadable_trust.as_ref()?.status())
     }
 
     pub fn api_url(&self) -> &str {

@@ -81,11 +81,6 @@ impl ZabbixTrust {
             .clone()
     }
 
-    /// Whether there is anything to load again (`false` with `IgnoreURLCertErrors=true`).
-    pub(crate) fn verifies(&self) -> bool {
-        !self.ignore_cert_errors
-    }
-
     pub(crate) fn status(&self) -> TrustStatus {
         TrustStatus {
             reloads_ok: self.reloads_ok.load(Ordering::Relaxed),
