@@ -75,19 +75,26 @@ pub enum AppError {
     Store(#[from] StoreError),
 }
 
+/// Where the policy set comes from: `PolicyDir`, or the built-in set.
+pub(crate) fn policy_source(config: &Config) -> PolicySource {
+    match &config.policy_dir {
+        Some(dir) => PolicySource::Dir(dir.clone()),
+        None => PolicySource::BuiltIn,
+    }
+}
+
+pub(crate) fn policy_mode(config: &Config) -> PolicyMode {
+    match config.policy_mode {
+        config::PolicyMode::Enforce => PolicyMode::Enforce,
+        config::PolicyMode::DryRun => PolicyMode::DryRun,
+    }
+}
+
 impl App {
     /// Builds the app. A policy set that does not load leaves the engine denying
     /// everything (fail closed), with the error in `/readyz` and `zabbix://about`.
     pub fn new(config: Config) -> Result<Arc<App>, AppError> {
-        let mode = match config.policy_mode {
-            config::PolicyMode::Enforce => PolicyMode::Enforce,
-            config::PolicyMode::DryRun => PolicyMode::DryRun,
-        };
-        let source = match &config.policy_dir {
-            Some(dir) => PolicySource::Dir(dir.clone()),
-            None => PolicySource::BuiltIn,
-        };
-        let policy = PolicyEngine::load_or_deny_all(source, mode);
+        let policy = PolicyEngine::load_or_deny_all(policy_source(&config), policy_mode(&config));
         if let Some(error) = policy.status().last_error {
             tracing::error!(%error, "no policy loaded: every call is denied until one loads");
         }

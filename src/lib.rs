@@ -22,6 +22,7 @@ pub mod metrics;
 pub(crate) mod mutate;
 pub mod pidfile;
 pub mod policy;
+pub mod preflight;
 pub mod ratelimit;
 pub(crate) mod reload;
 pub mod response;

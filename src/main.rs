@@ -10,6 +10,7 @@ use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
 use zabbix_mcp_guard::config::{Config, DecisionLogSink, SessionMode};
 use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::policy;
+use zabbix_mcp_guard::preflight::{self, Finding};
 use zabbix_mcp_guard::server::Server;
 use zabbix_mcp_guard::startup::StartupWarning;
 use zabbix_mcp_guard::stdio;
@@ -41,12 +42,11 @@ fn load(sources: zabbix_mcp_guard::config::Sources) -> Option<Config> {
         .ok()
 }
 
-/// `-T` prints the effective configuration; otherwise `start` runs until shutdown.
+/// `-T` prints the effective configuration and loads what a start would load from files;
+/// otherwise `start` runs until shutdown.
 fn run(config: Config, test_config: bool, start: fn(Config) -> anyhow::Result<()>) -> ExitCode {
     if test_config {
-        print!("{}", config.render_effective());
-        println!("configuration OK");
-        return ExitCode::SUCCESS;
+        return test(&config);
     }
     match start(config) {
         Ok(()) => ExitCode::SUCCESS,
@@ -55,6 +55,28 @@ fn run(config: Config, test_config: bool, start: fn(Config) -> anyhow::Result<()
             ExitCode::FAILURE
         }
     }
+}
+
+/// `-T`: the effective configuration, then a line per file loaded, warnings, and every
+/// failure (on stderr); it passes only when nothing failed.
+fn test(config: &Config) -> ExitCode {
+    print!("{}", config.render_effective());
+    let mut failed = false;
+    for finding in preflight::check(config) {
+        match finding {
+            Finding::Loaded(text) => println!("{text}"),
+            Finding::Warning(text) => println!("warning: {text}"),
+            Finding::Failed(error) => {
+                failed = true;
+                eprintln!("zabbix-mcp-guard: {error}");
+            }
+        }
+    }
+    if failed {
+        return ExitCode::FAILURE;
+    }
+    println!("configuration OK");
+    ExitCode::SUCCESS
 }
 
 /// `policy test [DIR]` and `policy eval --input FILE [--dir DIR]`; DIR defaults to the

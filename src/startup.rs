@@ -42,24 +42,27 @@ impl StartupWarning {
         found
     }
 
-    /// Logs the warning: one line, a fixed message.
-    pub fn log(self) {
+    /// The warning's fixed message.
+    pub fn message(self) -> &'static str {
         match self {
             StartupWarning::DryRun => {
-                tracing::warn!("PolicyMode=dry-run: policy denials are logged but not enforced")
+                "PolicyMode=dry-run: policy denials are logged but not enforced"
             }
-            StartupWarning::PlainHttpFrontend => tracing::warn!(
+            StartupWarning::PlainHttpFrontend => {
                 "FrontendURL is http:// to a non-loopback host: API tokens cross the network unencrypted"
-            ),
-            StartupWarning::UnaskedWrites => tracing::warn!(
+            }
+            StartupWarning::UnaskedWrites => {
                 "SessionMode=stateless with a policy that approves writes if_supported: clients are never asked (elicitation needs SessionMode=stateful)"
-            ),
+            }
             StartupWarning::IgnoredCertErrors => {
-                tracing::warn!(
-                    "IgnoreURLCertErrors=true: the Zabbix API certificate is not verified"
-                )
+                "IgnoreURLCertErrors=true: the Zabbix API certificate is not verified"
             }
         }
+    }
+
+    /// Logs the warning: one line, a fixed message.
+    pub fn log(self) {
+        tracing::warn!("{}", self.message());
     }
 }
 

@@ -77,11 +77,20 @@ fn unit_is_hardened() {
     assert!(level < 2.0, "exposure level {level}: {stdout}");
 }
 
-/// The packaged configuration, with its /etc/zabbix/mcp-guard paths moved to `root`.
+/// The packaged configuration, with its /etc/zabbix/mcp-guard paths moved to `root`, and
+/// the policies the package installs there (`-T` compiles them).
 fn packaged_conf_in(root: &Path) -> PathBuf {
     let text = std::fs::read_to_string(repo(PACKAGED_CONF)).expect("packaged conf");
     let text = text.replace("/etc/zabbix/mcp-guard", &root.display().to_string());
     std::fs::create_dir_all(root.join("zabbix_mcp_guard.d")).expect("include dir");
+    std::fs::create_dir_all(root.join("policies")).expect("policy dir");
+    for file in ["default.rego", "default_test.rego"] {
+        std::fs::copy(
+            repo(&format!("policies/{file}")),
+            root.join("policies").join(file),
+        )
+        .expect("packaged policy");
+    }
     let path = root.join("zabbix_mcp_guard.conf");
     std::fs::write(&path, text).expect("write conf");
     path

@@ -184,3 +184,123 @@ async fn zabbix_errors_echoing_agent_text_are_escaped_in_the_log() {
         "{log}"
     );
 }
+
+/// `-T -c FILE` plus flags, with no variables of ours from the environment.
+fn test_config(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"));
+    command
+        .args(["-T", "--frontend-url", "https://localhost:8443"])
+        .args(["--allowed-ip", "127.0.0.1"])
+        .args(args);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("ZABBIX_MCP_GUARD_") {
+            command.env_remove(name);
+        }
+    }
+    command.output().unwrap()
+}
+
+/// A self-signed localhost certificate valid for three more days, and its key, as files.
+fn expiring_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400;
+    let soon = zabbix_mcp_guard::calendar::civil_from_days(today + 3);
+    params.not_after = rcgen::date_time_ymd(soon.0 as i32, soon.1 as u8, soon.2 as u8);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (cert_file, key_file) = (dir.join("soon.crt"), dir.join("soon.key"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    (cert_file, key_file)
+}
+
+/// `-T` loads what a start would load from files: the policy set, the TLS pair and the
+/// Zabbix CAs. Every failure is named at once (a policy set that does not compile would
+/// start a sidecar denying every call), and nothing passes unless all of them load.
+#[test]
+fn test_config_loads_the_files_a_start_would_load() {
+    let (a, b) = (
+        common::tls::pki("preflight-a"),
+        common::tls::pki("preflight-b"),
+    );
+    let dir = common::scratch_dir("preflight");
+    let policies = dir.join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.rego");
+    std::fs::copy(&default, policies.join("default.rego")).unwrap();
+    let (soon_cert, soon_key) = expiring_pair(&dir);
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let good = test_config(&[
+        os("--policy-dir"),
+        policies.as_os_str(),
+        os("--tls-accept"),
+        os("cert"),
+        os("--tls-cert-file"),
+        soon_cert.as_os_str(),
+        os("--tls-key-file"),
+        soon_key.as_os_str(),
+        os("--tls-ca-file"),
+        a.ca_file.as_os_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(
+        good.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    for line in [
+        "policies loaded: /",
+        "TLS certificate loaded: ",
+        "TLSCAFile loaded: ",
+        "warning: the TLS certificate in ",
+        "configuration OK",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(line)),
+            "{line}: {stdout}"
+        );
+    }
+    assert!(stdout.contains(" days, at "), "{stdout}");
+
+    // A policy that does not compile, a key that is not the certificate's, a CA file
+    // without a certificate: all three named, and no "configuration OK".
+    std::fs::write(
+        policies.join("broken.rego"),
+        "package zabbix.mcp\nallow if {\n",
+    )
+    .unwrap();
+    let not_a_ca = dir.join("not-a-ca.pem");
+    std::fs::write(&not_a_ca, "no certificate here\n").unwrap();
+    let bad = test_config(&[
+        os("--policy-dir"),
+        policies.as_os_str(),
+        os("--tls-accept"),
+        os("cert"),
+        os("--tls-cert-file"),
+        a.cert_file.as_os_str(),
+        os("--tls-key-file"),
+        b.key_file.as_os_str(),
+        os("--tls-ca-file"),
+        not_a_ca.as_os_str(),
+    ]);
+    assert!(!bad.status.success());
+    let stdout = String::from_utf8_lossy(&bad.stdout);
+    assert!(!stdout.contains("configuration OK"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    for said in [
+        "broken.rego",
+        "a start would deny every call until a set loads",
+        "is not the key of the certificate in",
+        "not-a-ca.pem holds no PEM certificate",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    let failures = stderr
+        .lines()
+        .filter(|l| l.starts_with("zabbix-mcp-guard: "));
+    assert_eq!(failures.count(), 3, "{stderr}");
+}

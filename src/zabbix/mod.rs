@@ -10,7 +10,7 @@ pub mod params_text;
 pub mod raw;
 pub mod scan;
 mod tls;
-mod trust;
+pub(crate) mod trust;
 pub mod version;
 
 pub use caller::{ApiToken, Caller, CallerError, CallerResolver, Identity};

@@ -57,6 +57,15 @@ grep -Eqx '[0-9a-f]{64}' "$key" || fail "the seal key is not 32 bytes of hex"
 systemd-analyze verify /usr/lib/systemd/system/zabbix-mcp-guard.service 2>"$WORK/verify.log" \
   && [ ! -s "$WORK/verify.log" ] || { cat "$WORK/verify.log"; fail "systemd-analyze verify on the installed unit"; }
 
+step "-T on the installed files, as an admin checks a change"
+# As root outside the unit: the seal key's file is its own credential directory.
+CREDENTIALS_DIRECTORY=/etc/zabbix/mcp-guard \
+  /usr/bin/zabbix-mcp-guard -c /etc/zabbix/zabbix_mcp_guard.conf -T > "$WORK/test-config.log" 2>&1 \
+  || { cat "$WORK/test-config.log"; fail "-T on the installed configuration"; }
+grep -q '^policies loaded: /etc/zabbix/mcp-guard/policies, revision ' "$WORK/test-config.log" \
+  && grep -qx 'configuration OK' "$WORK/test-config.log" \
+  || { cat "$WORK/test-config.log"; fail "-T did not load the installed policies"; }
+
 step "start the packaged binary as the unit does"
 # What systemd would do for the unit: the credential copy readable by the service user
 # only, the LogsDirectory, an unprivileged user (DynamicUser), no new privileges.

@@ -70,6 +70,11 @@ impl ServerCertificate {
         }
     }
 
+    /// `notAfter` of the certificate being served, in RFC 3339 UTC.
+    pub fn not_after_text(&self) -> String {
+        self.served().not_after_text()
+    }
+
     /// SHA-256 of the certificate being served, in hex.
     pub fn sha256(&self) -> String {
         self.served().sha256.clone()

@@ -1,0 +1,112 @@
+//! `-T`: what a start would load from files, loaded now the same way, without binding a port
+//! or connecting anywhere. The configuration parser has already checked the syntax, the
+//! ranges, that named files exist and the seal key; this adds the policy set (compiled and
+//! smoke-tested), the TLS certificate and key, and the CAs trusted toward Zabbix, with the
+//! start-up warnings. A problem a start would only log (a policy set that does not load
+//! starts a sidecar denying every call) fails here, so that it is seen before a restart.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::app::{policy_mode, policy_source};
+use crate::config::{Config, TlsAccept};
+use crate::policy::PolicyEngine;
+use crate::server::tls::{ServerCertificate, TlsError};
+use crate::startup::StartupWarning;
+use crate::zabbix::ZabbixError;
+use crate::zabbix::trust::ZabbixTrust;
+
+/// One line of `-T`'s report.
+#[derive(Debug)]
+pub enum Finding {
+    /// Loaded as a start would load it.
+    Loaded(String),
+    /// Loads, but weakens the guard or soon stops working.
+    Warning(String),
+    /// Does not load: a start would fail, or deny every call.
+    Failed(PreflightError),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    #[error(
+        "policies from {source_name}: {reason}; a start would deny every call until a set loads"
+    )]
+    Policy { source_name: String, reason: String },
+    #[error("TLSAccept=cert needs both TLSCertFile and TLSKeyFile")]
+    TlsFilesMissing,
+    #[error("TLSCertFile/TLSKeyFile: {0}; a start would fail")]
+    Certificate(TlsError),
+    #[error("TLSCAFile: {0}; a start would fail")]
+    Trust(ZabbixError),
+}
+
+/// How close to its expiry a certificate is worth a warning (as the running sidecar warns).
+const EXPIRY_WARNING_DAYS: i64 = 14;
+
+/// Loads what a start would load from `config`'s files. Blocking file reads.
+pub fn check(config: &Config) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let engine = PolicyEngine::load_or_deny_all(policy_source(config), policy_mode(config));
+    let policy = engine.status();
+    match (policy.revision, policy.last_error) {
+        (Some(revision), None) => found.push(Finding::Loaded(format!(
+            "policies loaded: {}, revision {revision}",
+            policy.source
+        ))),
+        (_, error) => found.push(Finding::Failed(PreflightError::Policy {
+            source_name: policy.source.to_string(),
+            reason: error.unwrap_or_else(|| "no policy set".to_owned()),
+        })),
+    }
+    if config.tls_accept == TlsAccept::Cert {
+        found.extend(certificate(config));
+    }
+    if let Some(ca_file) = config.tls_ca_file.as_deref()
+        && !config.ignore_url_cert_errors
+    {
+        found.push(match ZabbixTrust::load(Some(ca_file), false) {
+            Ok(_) => Finding::Loaded(format!("TLSCAFile loaded: {}", ca_file.display())),
+            Err(error) => Finding::Failed(PreflightError::Trust(error)),
+        });
+    }
+    found.extend(
+        StartupWarning::check(config, &engine)
+            .into_iter()
+            .map(|warning| Finding::Warning(warning.message().to_owned())),
+    );
+    found
+}
+
+/// The served certificate's line, and a warning if it expires within two weeks.
+fn certificate(config: &Config) -> Vec<Finding> {
+    let (Some(cert_file), Some(key_file)) = (&config.tls_cert_file, &config.tls_key_file) else {
+        return vec![Finding::Failed(PreflightError::TlsFilesMissing)];
+    };
+    let served = match ServerCertificate::load(cert_file, key_file) {
+        Ok(served) => served,
+        Err(error) => return vec![Finding::Failed(PreflightError::Certificate(error))],
+    };
+    let not_after = served.not_after_text();
+    let mut found = vec![Finding::Loaded(format!(
+        "TLS certificate loaded: {}, sha256 {}, valid until {not_after}",
+        cert_file.display(),
+        served.sha256()
+    ))];
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let left = served.status().not_after.saturating_sub(now);
+    if left <= 0 {
+        found.push(Finding::Warning(format!(
+            "the TLS certificate in {} expired at {not_after}: clients refuse it",
+            cert_file.display()
+        )));
+    } else if left <= EXPIRY_WARNING_DAYS * 86_400 {
+        found.push(Finding::Warning(format!(
+            "the TLS certificate in {} expires in {} days, at {not_after}",
+            cert_file.display(),
+            left.div_euclid(86_400)
+        )));
+    }
+    found
+}
