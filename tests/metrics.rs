@@ -146,6 +146,23 @@ async fn known_calls_change_exactly_their_series() {
         1.0
     );
     assert!(after.has("rate_limited_total{scope=\"policy_rate\"}"));
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        after.get(&format!("build_info{{version=\"{version}\"}}")),
+        1.0
+    );
+    // The process's own figures, under the standard names.
+    let process = |name| {
+        after
+            .process(name)
+            .unwrap_or_else(|| panic!("process_{name}"))
+    };
+    assert!(process("resident_memory_bytes") > 1_000_000.0);
+    assert!(process("virtual_memory_bytes") >= process("resident_memory_bytes"));
+    assert!(process("open_fds") >= 3.0);
+    assert!(process("cpu_seconds_total") > 0.0);
+    let started = process("start_time_seconds");
+    assert!(started <= unix_now() as f64 + 1.0 && started > unix_now() as f64 - 86_400.0);
     // No label carries a token, a user or an argument.
     let text = reqwest::get(format!("{}/metrics", guard.base))
         .await

@@ -1,11 +1,13 @@
 //! Prometheus metrics: the registry, one typed method per counted event, and the text
-//! exposition served at `/metrics` (see [`scrape`] for the values read at scrape time).
+//! exposition served at `/metrics` (see [`scrape`] for the values read at scrape time, and
+//! [`process`] for the process's own, under the standard unprefixed `process_*` names).
 //!
 //! Labels come only from closed sets: catalog tool names, policy phases, outcomes, error
 //! codes and the Zabbix methods the catalog sends. Never a token, user, host or argument.
 //! Series with enum labels are registered up front and kept in arrays, so counting one is
 //! an index and an atomic add; tool and method labels cost one hash lookup.
 
+pub mod process;
 mod scrape;
 #[cfg(test)]
 mod tests;
@@ -24,7 +26,7 @@ use crate::zabbix::{Method, ZabbixError};
 
 pub use scrape::{CONTENT_TYPE, Scrape};
 
-/// Every metric name starts with this (and `_`).
+/// Every metric name starts with this (and `_`), but the standard `process_*` ones.
 pub const PREFIX: &str = "zabbix_mcp_guard";
 
 /// Policy evaluation takes microseconds with the compiled VM; the top buckets catch a

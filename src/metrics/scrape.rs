@@ -9,6 +9,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::process::Process;
 use crate::server::tls::TlsStatus;
 use crate::zabbix::TrustStatus;
 
@@ -43,6 +44,8 @@ pub struct Scrape {
     pub tls: Option<TlsStatus>,
     /// Reloads of the CAs trusted toward Zabbix (`None`: `http`, or not verified).
     pub zabbix_trust: Option<TrustStatus>,
+    /// The process's CPU, memory and descriptors (`None`: no `/proc` to read).
+    pub process: Option<Process>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -53,6 +56,11 @@ struct ResultLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RevisionLabel {
     revision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabel {
+    version: &'static str,
 }
 
 impl Collector for Scrape {
@@ -141,6 +149,16 @@ impl Collector for Scrape {
                 &[("ok", trust.reloads_ok), ("failed", trust.reloads_failed)],
             )?;
         }
+        encoder
+            .encode_descriptor(
+                "build",
+                "The running binary's version",
+                None,
+                MetricType::Info,
+            )?
+            .encode_info(&VersionLabel {
+                version: env!("CARGO_PKG_VERSION"),
+            })?;
         let mut info = encoder.encode_descriptor(
             "policy",
             "The running policy set's revision (no series: no policy loaded, every call denied)",
@@ -204,13 +222,19 @@ fn counters(
     Ok(())
 }
 
-/// The registered series, then this scrape's values, under the same prefix.
-pub(super) fn render(registry: &Registry, scrape: Scrape) -> String {
+/// The registered series, then this scrape's values, under the same prefix; then the
+/// process's, under their standard names.
+pub(super) fn render(registry: &Registry, mut scrape: Scrape) -> String {
     let mut out = String::with_capacity(16 * 1024);
+    let mut process = Registry::default();
+    if let Some(figures) = scrape.process.take() {
+        process.register_collector(Box::new(figures));
+    }
     let mut now = Registry::with_prefix(super::PREFIX);
     now.register_collector(Box::new(scrape));
     // Writing into a String cannot fail; the encoders only pass the writer's errors on.
-    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, registry);
-    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &now);
+    for registry in [registry, &now, &process] {
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, registry);
+    }
     out
 }

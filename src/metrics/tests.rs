@@ -4,6 +4,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{ApprovalOutcome, Metrics, PREFIX, RateScope, Scrape, ToolOutcome};
+use crate::metrics::process::Process;
 use crate::policy::{Decision, Phase};
 use crate::server::tls::TlsStatus;
 use crate::zabbix::TrustStatus;
@@ -256,13 +257,29 @@ fn every_family_renders_as_valid_exposition() {
             reloads_ok: 17,
             reloads_failed: 18,
         }),
+        process: Some(Process {
+            cpu_seconds: 1.25,
+            resident_bytes: 13_414_400,
+            virtual_bytes: 987_654_321,
+            open_fds: 19,
+            max_fds: Some(1024),
+            start_time_seconds: 1_796_400_123.45,
+        }),
     });
     let samples = validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    // Ours are prefixed; the process's keep the names every client library gives them.
     assert!(
         samples
             .iter()
-            .all(|s| s.0.starts_with(&format!("{PREFIX}_")))
+            .all(|s| s.0.starts_with(&format!("{PREFIX}_")) || s.0.starts_with("process_"))
     );
+    let process = |name: &str| value(&samples, name, &[]).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(process("process_cpu_seconds_total"), 1.25);
+    assert_eq!(process("process_resident_memory_bytes"), 13_414_400.0);
+    assert_eq!(process("process_virtual_memory_bytes"), 987_654_321.0);
+    assert_eq!(process("process_open_fds"), 19.0);
+    assert_eq!(process("process_max_fds"), 1024.0);
+    assert_eq!(process("process_start_time_seconds"), 1_796_400_123.45);
     let v = |name: &str, labels: &[(&str, &str)]| {
         value(&samples, &format!("{PREFIX}_{name}"), labels)
             .unwrap_or_else(|| panic!("{name} {labels:?} missing:\n{text}"))
@@ -344,8 +361,14 @@ fn a_fresh_registry_is_valid_and_shows_the_fixed_series_at_zero() {
     assert_eq!(samples.iter().filter(|s| s.0 == name).count(), 11);
     // No policy loaded: the info family has no series.
     assert!(!samples.iter().any(|s| s.0.ends_with("policy_info")));
-    // No TLS: no certificate or CA series.
+    // No TLS: no certificate or CA series; no process figures read: none of theirs.
     assert!(!samples.iter().any(|s| s.0.contains("tls_")));
+    assert!(!samples.iter().any(|s| s.0.starts_with("process_")));
+    let build = [("version", env!("CARGO_PKG_VERSION"))];
+    assert_eq!(
+        value(&samples, &format!("{PREFIX}_build_info"), &build),
+        Some(1.0)
+    );
 }
 
 #[test]

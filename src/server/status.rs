@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
+use crate::metrics::process::Process;
 use crate::metrics::{CONTENT_TYPE as METRICS_CONTENT_TYPE, Scrape};
 use crate::server::ServerError;
 use crate::server::routes::{self, Body, McpEndpoint, json_response};
@@ -150,6 +151,11 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
         list_sets_reused: app.list_decisions.reused(),
         tls: endpoint.certificate.as_ref().map(|c| c.status()),
         zabbix_trust: app.zabbix.trust_status(),
+        // Reads of /proc: small, but file reads, so off the runtime's thread.
+        process: tokio::task::spawn_blocking(Process::read)
+            .await
+            .ok()
+            .flatten(),
     };
     let text = app.metrics.render(scrape);
     let mut response = Response::new(Full::new(Bytes::from(text)).boxed());

@@ -4,11 +4,19 @@ use std::collections::BTreeMap;
 
 const P: &str = "zabbix_mcp_guard_";
 
+/// The standard process series, exposed without our prefix.
+const PROCESS: &str = "process_";
+
 /// One scrape: series (name and labels exactly as exposed) → value.
 #[derive(Debug)]
 pub struct Scraped(BTreeMap<String, f64>);
 
 impl Scraped {
+    /// A standard `process_*` series (unprefixed); `None` if not exposed.
+    pub fn process(&self, name: &str) -> Option<f64> {
+        self.0.get(&format!("{PROCESS}{name}")).copied()
+    }
+
     pub fn get(&self, series: &str) -> f64 {
         self.0.get(&format!("{P}{series}")).copied().unwrap_or(0.0)
     }
@@ -48,7 +56,10 @@ pub fn parse(text: &str) -> Scraped {
             "+Inf" => f64::INFINITY,
             v => v.parse().unwrap_or_else(|_| panic!("not a number: {line}")),
         };
-        assert!(key.starts_with(P), "unprefixed series: {line}");
+        assert!(
+            key.starts_with(P) || key.starts_with(PROCESS),
+            "unprefixed series: {line}"
+        );
         assert!(
             series.insert(key.to_owned(), value).is_none(),
             "duplicate series: {line}"
