@@ -27,6 +27,8 @@ pub struct Scrape {
     pub connections_refused: u64,
     /// Stateful MCP sessions open (0 in stateless mode).
     pub sessions_open: u64,
+    /// Request-body bytes held now: being received, or waiting for their answer.
+    pub request_body_bytes: u64,
     pub decision_log_written: u64,
     pub decision_log_dropped: u64,
     pub decision_log_failed: u64,
@@ -88,6 +90,12 @@ impl Collector for Scrape {
             "sessions_open",
             "MCP sessions open (SessionMode=stateful; 0 when stateless)",
             self.sessions_open,
+        )?;
+        gauge(
+            &mut encoder,
+            "request_body_bytes",
+            "Request-body bytes held now (being received or waiting for their answer); over 64 MiB, new bodies are refused with 503",
+            self.request_body_bytes,
         )?;
         counters(
             &mut encoder,

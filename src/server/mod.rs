@@ -2,6 +2,7 @@
 //! optional TLS, hyper-util connections (HTTP/1.1 and HTTP/2), and graceful shutdown that
 //! lets in-flight calls finish.
 
+pub(crate) mod body;
 mod conn;
 mod direct;
 mod direct_parse;
@@ -34,13 +35,14 @@ use crate::app::App;
 use crate::config::{SessionMode, TlsAccept};
 use crate::mcp::GuardHandler;
 use crate::policy::DEFAULT_POLL_INTERVAL;
+use crate::server::body::{BODY_BUDGET_BYTES, BodyBudget, MAX_REQUEST_BODY_BYTES};
 use crate::server::conn::ConnContext;
 pub(crate) use crate::server::conn::Routes;
 use crate::server::direct::Direct;
 use crate::server::gate::McpGate;
 use crate::server::guard::AllowedHosts;
 use crate::server::ready::Readiness;
-use crate::server::routes::{MAX_REQUEST_BODY_BYTES, McpEndpoint, McpService};
+use crate::server::routes::{McpEndpoint, McpService};
 use crate::server::sessions::SessionOwners;
 use crate::server::tls::ServerCertificate;
 
@@ -305,6 +307,7 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
         certificate: None,
         gate,
         direct,
+        bodies: Arc::new(BodyBudget::new(BODY_BUDGET_BYTES)),
     }
 }
 

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Body as HttpBody;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -22,6 +22,7 @@ use crate::app::App;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors;
 use crate::mcp::splice::Splice;
+use crate::server::body::{BodyBudget, read_body};
 use crate::server::direct::{self, Direct, Served};
 use crate::server::gate::McpGate;
 use crate::server::guard::{self, AllowedHosts, GuardError};
@@ -31,9 +32,6 @@ use crate::server::ready::Readiness;
 use crate::server::sessions::{Admission, SessionOwners};
 
 pub type Body = BoxBody<Bytes, Infallible>;
-
-/// Largest MCP request body accepted (tool arguments are small).
-pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 
 /// rmcp's service in the session mode the configuration asks for, and the host names it
 /// answers to.
@@ -52,6 +50,8 @@ pub struct McpEndpoint {
     pub(crate) gate: Option<Arc<McpGate>>,
     /// Answers stateless tool lists and calls without rmcp's per-request service.
     pub(crate) direct: Option<Arc<Direct>>,
+    /// The bytes all request bodies may hold at once.
+    pub(crate) bodies: Arc<BodyBudget>,
 }
 
 #[derive(Clone)]
@@ -127,10 +127,12 @@ where
                     let watch = CallWatch::default();
                     request.extensions_mut().insert(watch.clone());
                     let hangup = HangupGuard::new(watch);
-                    let request = match read_body(request, app.config.limits.body).await {
-                        Ok(request) => request,
-                        Err(response) => return response,
-                    };
+                    // Held until the answer: the body is in memory until then.
+                    let (request, _share) =
+                        match read_body(request, app.config.limits.body, &mcp.bodies).await {
+                            Ok(read) => read,
+                            Err(response) => return response,
+                        };
                     let response = match &mcp.sessions {
                         None => {
                             let _inside = match &mcp.gate {
@@ -172,50 +174,6 @@ where
     }
 }
 
-/// Reads the whole request body within `BodyTimeout` and `MAX_REQUEST_BODY_BYTES`, so a
-/// client that trickles its body costs a socket for seconds, not forever.
-async fn read_body<B>(
-    request: Request<B>,
-    timeout: Duration,
-) -> Result<Request<Full<Bytes>>, Response<Body>>
-where
-    B: HttpBody<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let (parts, body) = request.into_parts();
-    let limited = Limited::new(body, MAX_REQUEST_BODY_BYTES);
-    match tokio::time::timeout(timeout, limited.collect()).await {
-        // A copy, for the reason `detach_head` gives (a body is small: 1 MiB at most).
-        Ok(Ok(collected)) => Ok(Request::from_parts(
-            parts,
-            Full::new(Bytes::copy_from_slice(&collected.to_bytes())),
-        )),
-        Ok(Err(error)) if error.is::<LengthLimitError>() => Err(closing(json_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &json!({"error": "invalid_request",
-                    "message": format!("the request body is larger than {MAX_REQUEST_BODY_BYTES} bytes")}),
-        ))),
-        Ok(Err(error)) => {
-            tracing::debug!(%error, "request body not read");
-            Err(closing(json_response(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "invalid_request", "message": "the request body could not be read"}),
-            )))
-        }
-        Err(_) => {
-            tracing::info!(
-                timeout_s = timeout.as_secs(),
-                "request body not received in time (BodyTimeout)"
-            );
-            Err(closing(json_response(
-                StatusCode::REQUEST_TIMEOUT,
-                &json!({"error": "invalid_request",
-                        "message": format!("the request body did not arrive within {}s (BodyTimeout)", timeout.as_secs())}),
-            )))
-        }
-    }
-}
-
 /// hyper hands the request head over as slices of the connection's read buffer: while a
 /// request waits (identity, the MCP gate, Zabbix) they pin that buffer (8 kB or more) and
 /// hyper allocates another for the connection. Copying the few hundred bytes of the URI and
@@ -235,7 +193,7 @@ fn detach_head<B>(request: Request<B>) -> Request<B> {
 }
 
 /// HTTP/1 closes the connection after this response (the rest of the body is unread).
-fn closing(mut response: Response<Body>) -> Response<Body> {
+pub(crate) fn closing(mut response: Response<Body>) -> Response<Body> {
     response
         .headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("close"));
