@@ -231,6 +231,12 @@ pub struct ParamFlags {
     /// MaxSessions: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_SESSIONS]
     #[arg(long, value_name = "VALUE")]
     pub max_sessions: Option<String>,
+    /// MaxSessionsPerToken: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_SESSIONS_PER_TOKEN]
+    #[arg(long, value_name = "VALUE")]
+    pub max_sessions_per_token: Option<String>,
+    /// MaxPendingApprovals: see README "Approval page" [ZABBIX_MCP_GUARD_MAX_PENDING_APPROVALS]
+    #[arg(long, value_name = "VALUE")]
+    pub max_pending_approvals: Option<String>,
     /// MaxRejectedTokens: see README "Connecting an MCP client" [ZABBIX_MCP_GUARD_MAX_REJECTED_TOKENS]
     #[arg(long, value_name = "VALUE")]
     pub max_rejected_tokens: Option<String>,
@@ -369,6 +375,8 @@ impl ParamFlags {
             Param::MaxZabbixResponseSize => one(&self.max_zabbix_response_size),
             Param::MaxZabbixConcurrency => one(&self.max_zabbix_concurrency),
             Param::MaxSessions => one(&self.max_sessions),
+            Param::MaxSessionsPerToken => one(&self.max_sessions_per_token),
+            Param::MaxPendingApprovals => one(&self.max_pending_approvals),
             Param::MaxRejectedTokens => one(&self.max_rejected_tokens),
             Param::SessionIdleTimeout => one(&self.session_idle_timeout),
             Param::ElicitationTimeout => one(&self.elicitation_timeout),

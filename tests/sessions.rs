@@ -126,3 +126,42 @@ async fn sessions_are_bound_to_their_token_capped_and_idle_expired() {
     .await;
     guard.stop().await;
 }
+
+/// One token cannot take every session: past `MaxSessionsPerToken` its next `initialize`
+/// gets 429 `too_many_sessions`, while another token still gets a session; once the first
+/// token ends one of its own, it may open one again. Against the 7.0 lab.
+#[tokio::test]
+async fn one_token_cannot_take_every_session() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    config.limits.max_sessions = 10;
+    config.limits.max_sessions_per_token = 2;
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let url = guard.url.as_str();
+    let mut mine = Vec::new();
+    for _ in 0..2 {
+        let created = post(&http, url, &lab.token_viewer, None, &initialize()).await;
+        assert_eq!(created.status(), 200);
+        mine.push(session_of(&created));
+    }
+    let refused = post(&http, url, &lab.token_viewer, None, &initialize()).await;
+    assert_eq!(refused.status(), 429);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "too_many_sessions", "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("this token holds 2 sessions already (MaxSessionsPerToken)"),
+        "{body}"
+    );
+    // Another token is not held back by this one.
+    let other = post(&http, url, &lab.token, None, &initialize()).await;
+    assert_eq!(other.status(), 200);
+    // Ending one of its own makes room for the first token again.
+    let ended = delete(&http, url, &lab.token_viewer, &mine[0]).await;
+    assert!(ended.status().is_success());
+    let again = post(&http, url, &lab.token_viewer, None, &initialize()).await;
+    assert_eq!(again.status(), 200);
+    guard.stop().await;
+}

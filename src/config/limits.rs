@@ -34,6 +34,12 @@ pub struct Limits {
     pub max_zabbix_concurrency: usize,
     /// `MaxSessions`: stateful sessions at once.
     pub max_sessions: usize,
+    /// `MaxSessionsPerToken`: stateful sessions one API token may hold at once, so one
+    /// caller cannot take every session.
+    pub max_sessions_per_token: usize,
+    /// `MaxPendingApprovals`: page approvals one Zabbix user may have waiting at once, so
+    /// one caller cannot fill the store (or the approvers' page).
+    pub max_pending_approvals: usize,
     /// `MaxRejectedTokens`: distinct tokens Zabbix rejected that one client address may
     /// send per minute before unknown tokens from it are refused unasked.
     pub max_rejected_tokens: usize,
@@ -56,6 +62,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 pub const DEFAULT_MAX_ZABBIX_RESPONSE_SIZE: usize = 16 << 20;
 pub const DEFAULT_MAX_ZABBIX_CONCURRENCY: usize = 64;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+pub const DEFAULT_MAX_SESSIONS_PER_TOKEN: usize = 50;
+pub const DEFAULT_MAX_PENDING_APPROVALS: usize = 20;
 pub const DEFAULT_MAX_REJECTED_TOKENS: usize = 20;
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 1800;
 pub const DEFAULT_ELICITATION_SECS: u64 = 300;
@@ -65,6 +73,8 @@ const IDLE_RANGE: (u64, u64) = (1, 3600);
 const KEEP_ALIVE_RANGE: (u64, u64) = (0, 3600);
 const COUNT_RANGE: (u64, u64) = (1, 100_000);
 const CONCURRENCY_RANGE: (u64, u64) = (1, 4096);
+/// At most the in-memory store's capacity: one user could not have more waiting anyway.
+const PENDING_RANGE: (u64, u64) = (1, 10_000);
 /// Well above `MaxResponseSize` (256K at most): it bounds memory, not the answer.
 const ZABBIX_RESPONSE_RANGE: (u64, u64) = (1 << 20, 256 << 20);
 const SESSION_IDLE_RANGE: (u64, u64) = (10, 86_400);
@@ -83,6 +93,8 @@ impl Default for Limits {
             max_zabbix_response_size: DEFAULT_MAX_ZABBIX_RESPONSE_SIZE,
             max_zabbix_concurrency: DEFAULT_MAX_ZABBIX_CONCURRENCY,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_token: DEFAULT_MAX_SESSIONS_PER_TOKEN,
+            max_pending_approvals: DEFAULT_MAX_PENDING_APPROVALS,
             max_rejected_tokens: DEFAULT_MAX_REJECTED_TOKENS,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
             elicitation: Duration::from_secs(DEFAULT_ELICITATION_SECS),
@@ -125,6 +137,16 @@ pub fn build(r: &Resolved) -> Result<Limits, ConfigError> {
             d.max_zabbix_concurrency,
         )?,
         max_sessions: count(Param::MaxSessions, COUNT_RANGE, d.max_sessions)?,
+        max_sessions_per_token: count(
+            Param::MaxSessionsPerToken,
+            COUNT_RANGE,
+            d.max_sessions_per_token,
+        )?,
+        max_pending_approvals: count(
+            Param::MaxPendingApprovals,
+            PENDING_RANGE,
+            d.max_pending_approvals,
+        )?,
         max_rejected_tokens: count(Param::MaxRejectedTokens, COUNT_RANGE, d.max_rejected_tokens)?,
         session_idle: secs(
             Param::SessionIdleTimeout,
@@ -158,6 +180,8 @@ pub fn render(limits: &Limits, param: Param) -> Option<String> {
         Param::MaxZabbixResponseSize => format_size(limits.max_zabbix_response_size as u64),
         Param::MaxZabbixConcurrency => limits.max_zabbix_concurrency.to_string(),
         Param::MaxSessions => limits.max_sessions.to_string(),
+        Param::MaxSessionsPerToken => limits.max_sessions_per_token.to_string(),
+        Param::MaxPendingApprovals => limits.max_pending_approvals.to_string(),
         Param::MaxRejectedTokens => limits.max_rejected_tokens.to_string(),
         Param::SessionIdleTimeout => secs(limits.session_idle),
         Param::ElicitationTimeout => secs(limits.elicitation),
@@ -214,6 +238,8 @@ mod tests {
             (Param::MaxZabbixResponseSize, "2M"),
             (Param::MaxZabbixConcurrency, "8"),
             (Param::MaxSessions, "9"),
+            (Param::MaxSessionsPerToken, "3"),
+            (Param::MaxPendingApprovals, "4"),
             (Param::MaxRejectedTokens, "11"),
             (Param::SessionIdleTimeout, "60"),
             (Param::ElicitationTimeout, "30"),
@@ -230,6 +256,8 @@ mod tests {
         assert_eq!(l.max_zabbix_response_size, 2 << 20);
         assert_eq!(l.max_zabbix_concurrency, 8);
         assert_eq!(l.max_sessions, 9);
+        assert_eq!(l.max_sessions_per_token, 3);
+        assert_eq!(l.max_pending_approvals, 4);
         assert_eq!(l.max_rejected_tokens, 11);
         assert_eq!(l.session_idle, Duration::from_secs(60));
         assert_eq!(l.elicitation, Duration::from_secs(30));

@@ -48,6 +48,8 @@ pub enum Param {
     MaxZabbixResponseSize,
     MaxZabbixConcurrency,
     MaxSessions,
+    MaxSessionsPerToken,
+    MaxPendingApprovals,
     MaxRejectedTokens,
     SessionIdleTimeout,
     ElicitationTimeout,
@@ -285,6 +287,18 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::MaxSessions,
         "MaxSessions",
         "max-sessions",
+        Arity::Single,
+    ),
+    (
+        Param::MaxSessionsPerToken,
+        "MaxSessionsPerToken",
+        "max-sessions-per-token",
+        Arity::Single,
+    ),
+    (
+        Param::MaxPendingApprovals,
+        "MaxPendingApprovals",
+        "max-pending-approvals",
         Arity::Single,
     ),
     (

@@ -25,6 +25,7 @@ use crate::mcp::approval::ApprovalError;
 use crate::response::ResponseError;
 use crate::server::guard::GuardError;
 use crate::server::malformed::MalformedBody;
+use crate::store::StoreError;
 use crate::zabbix::{CallerError, Method, ZabbixError};
 
 /// Why a tool call (or another MCP request) failed.
@@ -70,7 +71,7 @@ pub enum ToolError {
     )]
     ApprovalPageOff,
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] StoreError),
     #[error(transparent)]
     RateLimited(#[from] crate::ratelimit::RateLimitError),
 }
@@ -102,7 +103,10 @@ impl ToolError {
             ToolError::ApprovalUnavailable | ToolError::ApprovalPageOff => "approval_unavailable",
             ToolError::ApprovalPending { .. } => "approval_pending",
             ToolError::ApprovalExpired => "approval_expired",
-            ToolError::Store(_) => "internal_error",
+            // Limits, not failures: the caller may retry later.
+            ToolError::Store(StoreError::CallerFull { .. }) => "rate_limited",
+            ToolError::Store(StoreError::Full) => "overloaded",
+            ToolError::Store(_) => INTERNAL,
             ToolError::RateLimited(r) => match r.scope() {
                 Some(_) => "rate_limited",
                 None => INTERNAL,

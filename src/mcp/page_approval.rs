@@ -65,7 +65,10 @@ pub(crate) async fn call(
         expires_at: now.saturating_add(app.config.approval_timeout.as_secs()),
         status: Status::Pending,
     };
-    let (record, created) = app.store.create_or_get(fresh).await?;
+    let (record, created) = app
+        .store
+        .create_or_get(fresh, app.config.limits.max_pending_approvals)
+        .await?;
     let url = format!("{}/approvals/{}", page.url, record.id);
     if created {
         app.metrics.approval(ApprovalOutcome::PageRequested);

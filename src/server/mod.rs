@@ -283,7 +283,11 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
             let mut manager = LocalSessionManager::default();
             manager.session_config.keep_alive = Some(app.config.limits.session_idle);
             let manager = Arc::new(manager);
-            let owners = SessionOwners::new(manager.clone(), app.config.limits.max_sessions);
+            let owners = SessionOwners::new(
+                manager.clone(),
+                app.config.limits.max_sessions,
+                app.config.limits.max_sessions_per_token,
+            );
             (
                 McpService::Stateful(StreamableHttpService::new(factory, manager, base)),
                 Some(Arc::new(owners)),

@@ -1,9 +1,9 @@
-//! Stateful sessions bound to the token that created them and capped in number
-//! (`MaxSessions`); rmcp's session manager ends idle ones (`SessionIdleTimeout`). A session
-//! id another token holder learned is "not found" to them: they can neither use nor
-//! delete it.
+//! Stateful sessions bound to the token that created them and capped in number, in all
+//! (`MaxSessions`) and per token (`MaxSessionsPerToken`, so one caller cannot take every
+//! session); rmcp's session manager ends idle ones (`SessionIdleTimeout`). A session id
+//! another token holder learned is "not found" to them: they can neither use nor delete it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use http::{HeaderMap, StatusCode};
@@ -20,6 +20,7 @@ pub(crate) struct SessionOwners {
     /// Session id → the `token_id` (hash prefix) of the token that created it.
     owners: Mutex<HashMap<String, String>>,
     max: usize,
+    max_per_token: usize,
     /// Held while a new session is created, so that the cap is not overshot by a burst.
     creating: tokio::sync::Mutex<()>,
 }
@@ -33,17 +34,19 @@ pub(crate) enum Admission<'a> {
 }
 
 impl SessionOwners {
-    pub fn new(manager: Arc<LocalSessionManager>, max: usize) -> Self {
+    pub fn new(manager: Arc<LocalSessionManager>, max: usize, max_per_token: usize) -> Self {
         SessionOwners {
             manager,
             owners: Mutex::new(HashMap::new()),
             max,
+            max_per_token,
             creating: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Lets a request through, or answers it: 404 for a session this token does not own
-    /// (as for an unknown one), 503 when `MaxSessions` sessions are open.
+    /// (as for an unknown one), 503 when `MaxSessions` sessions are open, 429 when this
+    /// token holds `MaxSessionsPerToken` of them.
     pub async fn admit(
         &self,
         headers: &HeaderMap,
@@ -75,6 +78,25 @@ impl SessionOwners {
                         "message": format!("{open} sessions are open (MaxSessions); retry later or end one")}),
             ));
         }
+        let live = self.live().await;
+        let held = self.owners.lock().map_or(0, |owners| {
+            owners
+                .iter()
+                .filter(|(id, owner)| *owner == token_id && live.contains(*id))
+                .count()
+        });
+        if held >= self.max_per_token {
+            tracing::warn!(
+                sessions = held,
+                token_id,
+                "session refused: MaxSessionsPerToken reached"
+            );
+            return Err(json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &json!({"error": "too_many_sessions",
+                        "message": format!("this token holds {held} sessions already (MaxSessionsPerToken); end one (DELETE) or let one idle out (SessionIdleTimeout)")}),
+            ));
+        }
         Ok(Admission::New(guard))
     }
 
@@ -87,7 +109,7 @@ impl SessionOwners {
         }
     }
 
-    async fn live(&self) -> Vec<String> {
+    async fn live(&self) -> HashSet<String> {
         let sessions = self.manager.sessions.read().await;
         sessions.keys().map(|k| k.to_string()).collect()
     }

@@ -40,12 +40,25 @@ impl MemoryStore {
     pub(super) fn create_or_get(
         &self,
         new: ApprovalRecord,
+        max_pending: usize,
     ) -> Result<(ApprovalRecord, bool), StoreError> {
+        let now = unix_now();
         let mut inner = self.lock();
-        inner.retire(unix_now());
+        inner.retire(now);
         let key = new.dedupe_key();
         if let Some(existing) = inner.keys.get(&key).and_then(|id| inner.records.get(id)) {
             return Ok((existing.clone(), false));
+        }
+        // A scan of at most MEMORY_CAPACITY records, on the rare path that asks a person.
+        let user = &new.input.caller.userid;
+        let waiting = inner
+            .records
+            .values()
+            .filter(|r| r.status == Status::Pending && r.expires_at > now)
+            .filter(|r| &r.input.caller.userid == user)
+            .count();
+        if waiting >= max_pending {
+            return Err(StoreError::CallerFull { max: max_pending });
         }
         if inner.records.len() >= MEMORY_CAPACITY {
             return Err(StoreError::Full);

@@ -86,6 +86,11 @@ pub enum StoreError {
     Corrupt(String),
     #[error("too many pending approvals (at most {MEMORY_CAPACITY})")]
     Full,
+    /// The caller's user has `max` approvals waiting already (`MaxPendingApprovals`).
+    #[error(
+        "{max} approvals of this Zabbix user are waiting already (MaxPendingApprovals): wait until the approvers decide them or they expire; nothing was sent to Zabbix"
+    )]
+    CallerFull { max: usize },
     #[error("SharedStore must be memory or a redis:// or rediss:// URL: {0}")]
     BadUrl(String),
 }
@@ -155,14 +160,16 @@ impl Store {
     }
 
     /// The pending (or decided) approval of the same caller, tool and payload, or `new`
-    /// stored as pending. Returns the record and whether it was created now.
+    /// stored as pending, unless its user has `max_pending` approvals waiting already
+    /// ([`StoreError::CallerFull`]). Returns the record and whether it was created now.
     pub async fn create_or_get(
         &self,
         new: ApprovalRecord,
+        max_pending: usize,
     ) -> Result<(ApprovalRecord, bool), StoreError> {
         match self {
-            Store::Memory(m) => m.create_or_get(new),
-            Store::Redis(r) => r.create_or_get(new).await,
+            Store::Memory(m) => m.create_or_get(new, max_pending),
+            Store::Redis(r) => r.create_or_get(new, max_pending).await,
         }
     }
 

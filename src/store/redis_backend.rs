@@ -4,8 +4,9 @@
 //!
 //! Layout (prefix `zmg:`): `approval:<id>` a hash {record, status, state, expires_at};
 //! `key:<token_id>:<tool>:<sha256>` → id; `pending` a sorted set of pending ids by
-//! creation time; `once:<nonce>` single-use markers (SET NX PX); `rate:…` and `slots:…`
-//! the per-caller limits (see `rate.rs`).
+//! creation time; `waiting:<userid>` a sorted set of each user's approvals by expiry (for
+//! `MaxPendingApprovals`); `once:<nonce>` single-use markers (SET NX PX); `rate:…` and
+//! `slots:…` the per-caller limits (see `rate.rs`).
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -40,10 +41,19 @@ if id then
     return {id, redis.call('HGET', k, 'record'), redis.call('HGET', k, 'status'), '0'}
   end
 end
+-- The user's approvals that have not expired; those still pending count.
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[8])
+local waiting = 0
+for _, other in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  if redis.call('HGET', ARGV[6] .. other, 'state') == 'pending' then waiting = waiting + 1 end
+end
+if waiting >= tonumber(ARGV[9]) then return {'full'} end
 redis.call('HSET', KEYS[2], 'record', ARGV[2], 'status', ARGV[3], 'state', 'pending', 'expires_at', ARGV[7])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[7], ARGV[1])
+redis.call('EXPIRE', KEYS[4], ARGV[4])
 return {ARGV[1], ARGV[2], ARGV[3], '1'}
 ",
     )
@@ -106,7 +116,9 @@ impl RedisStore {
     pub(super) async fn create_or_get(
         &self,
         new: ApprovalRecord,
+        max_pending: usize,
     ) -> Result<(ApprovalRecord, bool), StoreError> {
+        let now = super::unix_now();
         let record = serde_json::to_string(&new).map_err(corrupt)?;
         let status = serde_json::to_string(&new.status).map_err(corrupt)?;
         let ttl = new
@@ -119,6 +131,7 @@ impl RedisStore {
                     .key(format!("{PREFIX}key:{}", new.dedupe_key()))
                     .key(record_key(&new.id))
                     .key(format!("{PREFIX}pending"))
+                    .key(format!("{PREFIX}waiting:{}", new.input.caller.userid))
                     .arg(&new.id)
                     .arg(&record)
                     .arg(&status)
@@ -126,11 +139,14 @@ impl RedisStore {
                     .arg(new.created_at)
                     .arg(format!("{PREFIX}approval:"))
                     .arg(new.expires_at)
+                    .arg(now)
+                    .arg(max_pending)
                     .invoke_async(&mut c)
                     .await
             })
             .await?;
         match reply.as_slice() {
+            [full] if full == "full" => Err(StoreError::CallerFull { max: max_pending }),
             [_, record, status, created] => Ok((decode(record, status)?, created == "1")),
             _ => Err(StoreError::Corrupt("unexpected reply to create".into())),
         }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{ApprovalRecord, DecidedBy, From, Status, Store, unix_now};
+use super::{ApprovalRecord, DecidedBy, From, Status, Store, StoreError, unix_now};
 use crate::policy::{
     Approvers, CallerInfo, ClientInfo, Phase, PolicyInput, ToolInfo, ToolKind, ZabbixInfo,
 };
@@ -31,7 +31,15 @@ fn stores() -> Vec<Arc<Store>> {
     ]
 }
 
+/// `MaxPendingApprovals` for the tests that are not about it: the test records share
+/// one user, and the lab's Redis keeps pending ones from earlier runs for their TTL.
+const ROOM: usize = 10_000;
+
 fn record(token_id: &str, sha256: &str, ttl: u64) -> ApprovalRecord {
+    record_of("7", token_id, sha256, ttl)
+}
+
+fn record_of(userid: &str, token_id: &str, sha256: &str, ttl: u64) -> ApprovalRecord {
     let now = unix_now();
     let input = PolicyInput::new(
         Phase::Call,
@@ -44,7 +52,7 @@ fn record(token_id: &str, sha256: &str, ttl: u64) -> ApprovalRecord {
             idempotent: false,
         },
         CallerInfo {
-            userid: "7".into(),
+            userid: userid.into(),
             username: "mcp-operator".into(),
             user_type: 1,
             roleid: "1".into(),
@@ -93,23 +101,26 @@ fn fresh() -> String {
 async fn same_payload_gets_the_same_pending_approval(store: &Store) {
     let token = fresh();
     let first = record(&token, "aa", 600);
-    let (created, new) = store.create_or_get(first.clone()).await.expect("create");
+    let (created, new) = store
+        .create_or_get(first.clone(), ROOM)
+        .await
+        .expect("create");
     assert!(new);
     assert_eq!(created, first);
     let (again, new) = store
-        .create_or_get(record(&token, "aa", 600))
+        .create_or_get(record(&token, "aa", 600), ROOM)
         .await
         .expect("get");
     assert!(!new, "a retry must not make a second approval");
     assert_eq!(again.id, first.id);
     let (other, new) = store
-        .create_or_get(record(&token, "bb", 600))
+        .create_or_get(record(&token, "bb", 600), ROOM)
         .await
         .expect("other payload");
     assert!(new);
     assert_ne!(other.id, first.id);
     let (other_caller, new) = store
-        .create_or_get(record(&fresh(), "aa", 600))
+        .create_or_get(record(&fresh(), "aa", 600), ROOM)
         .await
         .expect("other caller");
     assert!(new);
@@ -125,7 +136,10 @@ async fn same_payload_gets_the_same_pending_approval(store: &Store) {
 
 async fn decided_once_and_redeemed_once(store: &Store) {
     let first = record(&fresh(), "cc", 600);
-    store.create_or_get(first.clone()).await.expect("create");
+    store
+        .create_or_get(first.clone(), ROOM)
+        .await
+        .expect("create");
     let now = unix_now();
     let approved = store
         .transition(&first.id, From::Pending, Status::Approved(admin()), now)
@@ -142,7 +156,7 @@ async fn decided_once_and_redeemed_once(store: &Store) {
     let pending = store.list_pending(now).await.expect("list");
     assert!(pending.iter().all(|r| r.id != first.id));
     // A retry finds the decided record.
-    let (found, new) = store.create_or_get(first.clone()).await.expect("get");
+    let (found, new) = store.create_or_get(first.clone(), ROOM).await.expect("get");
     assert!(!new);
     assert!(matches!(found.status, Status::Approved(_)));
     let redeemed = store
@@ -159,7 +173,10 @@ async fn decided_once_and_redeemed_once(store: &Store) {
 
 async fn concurrent_redeems_win_once(store: Arc<Store>) {
     let first = record(&fresh(), "dd", 600);
-    store.create_or_get(first.clone()).await.expect("create");
+    store
+        .create_or_get(first.clone(), ROOM)
+        .await
+        .expect("create");
     let now = unix_now();
     store
         .transition(&first.id, From::Pending, Status::Approved(admin()), now)
@@ -191,7 +208,10 @@ async fn expired_cannot_be_decided_and_is_forgotten(store: &Store) {
     let mut old = record(&token, "ee", 600);
     old.created_at -= 700;
     old.expires_at -= 700;
-    store.create_or_get(old.clone()).await.expect("create");
+    store
+        .create_or_get(old.clone(), ROOM)
+        .await
+        .expect("create");
     let now = unix_now();
     assert!(
         !store
@@ -216,7 +236,7 @@ async fn expired_cannot_be_decided_and_is_forgotten(store: &Store) {
         .await
         .expect("forget");
     let (next, new) = store
-        .create_or_get(record(&token, "ee", 600))
+        .create_or_get(record(&token, "ee", 600), ROOM)
         .await
         .expect("create");
     assert!(new, "after an expiry the retry asks anew");
@@ -231,6 +251,34 @@ async fn nonce_is_used_once(store: &Store) {
     assert!(store.use_once(&fresh(), ttl).await.expect("other"));
 }
 
+async fn a_user_waits_on_at_most_max_pending_approvals(store: &Store) {
+    let (user, token) = (fresh(), fresh());
+    let mine = |sha: &str| record_of(&user, &token, sha, 600);
+    let (first, _) = store.create_or_get(mine("a1"), 2).await.expect("first");
+    store.create_or_get(mine("a2"), 2).await.expect("second");
+    let refused = store.create_or_get(mine("a3"), 2).await;
+    assert!(
+        matches!(refused, Err(StoreError::CallerFull { max: 2 })),
+        "{refused:?}"
+    );
+    // A retry of a waiting one finds it; another user is not held back.
+    let (again, created) = store.create_or_get(mine("a1"), 2).await.expect("retry");
+    assert_eq!((again.id.as_str(), created), (first.id.as_str(), false));
+    let other = record_of(&fresh(), &fresh(), "a3", 600);
+    store.create_or_get(other, 2).await.expect("another user");
+    // Once one is decided, it no longer waits: there is room again.
+    let decided = Status::Approved(admin());
+    let now = unix_now();
+    let moved = store
+        .transition(&first.id, From::Pending, decided, now)
+        .await;
+    assert!(moved.expect("transition").is_some());
+    store
+        .create_or_get(mine("a3"), 2)
+        .await
+        .expect("room again");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn both_backends_behave_the_same() {
     for store in stores() {
@@ -241,6 +289,7 @@ async fn both_backends_behave_the_same() {
         concurrent_redeems_win_once(store.clone()).await;
         expired_cannot_be_decided_and_is_forgotten(&store).await;
         nonce_is_used_once(&store).await;
+        a_user_waits_on_at_most_max_pending_approvals(&store).await;
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zabbix_mcp_guard::config::{ApprovalPageConfig, DecisionLogSink, Secret, SessionMode};
+use zabbix_mcp_guard::config::{ApprovalPageConfig, Config, DecisionLogSink, Secret, SessionMode};
 
 use crate::common::{self, Guard, config_for, start_with, temp_path};
 
@@ -46,6 +46,11 @@ pub fn four_eyes() -> PathBuf {
 }
 
 pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
+    sidecar_with(setup, |_| {}).await
+}
+
+/// [`sidecar`], with the configuration changed by `adjust` before the start.
+pub async fn sidecar_with(setup: Setup<'_>, adjust: impl FnOnce(&mut Config)) -> Sidecar {
     let mut config = config_for(setup.zabbix_url);
     config.policy_dir = Some(four_eyes());
     let log = temp_path("decisions.log");
@@ -66,6 +71,7 @@ pub async fn sidecar(setup: Setup<'_>) -> Sidecar {
             url: page.clone(),
         });
     }
+    adjust(&mut config);
     Sidecar {
         guard: start_with(config).await,
         page,
