@@ -96,17 +96,32 @@ async fn a_client_that_stalls_at_any_stage_is_closed() {
     guard.stop().await;
 }
 
-/// Opens an HTTP/2 connection to `addr`, answers one `GET path`, then keeps its side open
-/// until the sidecar closes the idle connection.
-async fn idle_http2_closed(addr: &str, path: &str) {
+/// An HTTP/2 connection with prior knowledge (h2c) to `addr`, driven by a task of its own.
+async fn h2c<B>(
+    addr: &str,
+) -> (
+    hyper::client::conn::http2::SendRequest<B>,
+    tokio::task::JoinHandle<hyper::Result<()>>,
+)
+where
+    B: hyper::body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+    let (sender, connection) = hyper::client::conn::http2::handshake(
         hyper_util::rt::TokioExecutor::new(),
         hyper_util::rt::TokioIo::new(stream),
     )
     .await
     .unwrap();
-    let connection = tokio::spawn(connection);
+    (sender, tokio::spawn(connection))
+}
+
+/// Opens an HTTP/2 connection to `addr`, answers one `GET path`, then keeps its side open
+/// until the sidecar closes the idle connection.
+async fn idle_http2_closed(addr: &str, path: &str) {
+    let (mut sender, connection) = h2c::<http_body_util::Empty<bytes::Bytes>>(addr).await;
     let request = http::Request::get(format!("http://{addr}{path}"))
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .unwrap();
@@ -368,14 +383,7 @@ async fn request_bodies_held_at_once_are_bounded_in_total() {
     // The bodies stay open for the test; the budget, not BodyTimeout, must refuse them.
     config.limits.body = Duration::from_secs(120);
     let guard = start_with(config).await;
-    let stream = TcpStream::connect(addr(&guard)).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http2::handshake(
-        hyper_util::rt::TokioExecutor::new(),
-        hyper_util::rt::TokioIo::new(stream),
-    )
-    .await
-    .unwrap();
-    let connection = tokio::spawn(connection);
+    let (mut sender, connection) = h2c::<Fed>(&addr(&guard)).await;
     let mut feeds = Vec::new();
     let mut answers = tokio::task::JoinSet::new();
     for _ in 0..80 {
