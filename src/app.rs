@@ -16,7 +16,7 @@ use crate::policy::{
     PolicySource,
 };
 use crate::ratelimit::RateLimiter;
-use crate::server::rejected::{RejectedTokens, WINDOW as REJECTED_WINDOW};
+use crate::server::rejected::{ACCEPTED_MEMORY, RejectedTokens, WINDOW as REJECTED_WINDOW};
 use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
 use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
@@ -34,7 +34,8 @@ pub struct App {
     pub config: Config,
     pub zabbix: ZabbixClient,
     pub callers: CallerResolver,
-    /// Tokens Zabbix rejected, per client address: bounds the lookups one address causes.
+    /// Tokens Zabbix rejected, per client address: bounds the lookups one address causes;
+    /// and those it accepted, which keep working from an address locked out.
     pub(crate) rejected_tokens: RejectedTokens,
     pub targets: TargetResolver,
     pub exposure: Exposure,
@@ -135,8 +136,11 @@ impl App {
             metrics.clone(),
         );
         let exposure = Exposure::new(config.tool_prefix.clone(), config.tool_rules.clone());
-        let rejected_tokens =
-            RejectedTokens::new(config.limits.max_rejected_tokens, REJECTED_WINDOW);
+        let rejected_tokens = RejectedTokens::new(
+            config.limits.max_rejected_tokens,
+            REJECTED_WINDOW,
+            ACCEPTED_MEMORY,
+        );
         Ok(Arc::new(App {
             config,
             zabbix,

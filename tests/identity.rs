@@ -1,16 +1,18 @@
 //! Caller identity fails closed: a token whose owner's user groups cannot be read (a role
 //! that denies usergroup.get, or a Zabbix that does not answer in time) is refused with
 //! HTTP 503 and a message that says why, and the refusal is not remembered. One address
-//! cannot make the sidecar ask Zabbix about token after token.
+//! cannot make the sidecar ask Zabbix about token after token, and while it is refused,
+//! the tokens Zabbix accepted lately keep working from there (a revoked one does not).
 
 mod common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::zapi::TestUser;
+use common::zapi::{TestUser, admin};
 use common::{Lab, config_for, seed_id, start_with};
 use serde_json::{Value, json};
+use zabbix_mcp_guard::zabbix::ApiToken;
 
 /// One raw `initialize` POST: the identity is resolved before MCP sees the request.
 async fn initialize(url: &str, token: &str) -> (u16, Value) {
@@ -157,13 +159,93 @@ async fn an_address_sending_rejected_tokens_is_refused_before_zabbix_is_asked() 
     assert_eq!(status, 200, "{body}");
     let (status, _) = initialize(&guard.url, &lab.token_viewer).await;
     assert_eq!(status, 429);
+    // Still so once the identity cache has forgotten it (its entry lapses a minute after
+    // the acceptance, far sooner than a lockout ends): Zabbix accepted it lately, so it is
+    // looked up in Zabbix again rather than refused.
+    guard
+        .app()
+        .callers
+        .forget(&ApiToken::new(lab.token.clone()))
+        .await;
+    let (status, body) = initialize(&guard.url, &lab.token).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = initialize(&guard.url, &lab.token_viewer).await;
+    assert_eq!(status, 429);
     let metrics = metrics(&guard).await;
     assert!(
-        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="refused"} 2"#),
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="refused"} 3"#),
         "{metrics}"
     );
     assert!(
-        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 6"#),
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 7"#),
+        "{metrics}"
+    );
+    guard.stop().await;
+}
+
+/// Being accepted once only spares a token the lockout, it does not let it in: a token
+/// revoked since is looked up, rejected by Zabbix, and refused.
+#[tokio::test]
+async fn a_token_revoked_since_its_acceptance_is_rejected_through_a_lockout() {
+    let lab = common::lab(7);
+    let viewers = seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = TestUser::create(&lab, &viewers, &[]).await;
+    // Checked in a task of its own so that the user and role are deleted even when an
+    // assertion fails.
+    let checked = tokio::spawn(revoked_through_a_lockout(
+        lab.clone(),
+        user.userid.clone(),
+        user.token.clone(),
+    ))
+    .await;
+    user.delete(&lab).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn revoked_through_a_lockout(lab: Lab, userid: String, token: String) {
+    let mut config = config_for(&lab.url);
+    config.limits.max_rejected_tokens = 2;
+    let guard = start_with(config).await;
+    let (status, body) = initialize(&guard.url, &token).await;
+    assert_eq!(status, 200, "{body}");
+    // Revoked in Zabbix, and lapsed from the identity cache as it would a minute later.
+    let tokens = admin(
+        &lab,
+        "token.get",
+        json!({"userids": [userid], "output": ["tokenid"]}),
+    )
+    .await;
+    let ids: Vec<Value> = tokens
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tokenid"].clone())
+        .collect();
+    assert_eq!(ids.len(), 1, "{tokens}");
+    admin(&lab, "token.delete", Value::Array(ids)).await;
+    guard
+        .app()
+        .callers
+        .forget(&ApiToken::new(token.clone()))
+        .await;
+    for n in 1..=2 {
+        let (status, body) = initialize(&guard.url, &made_up_token()).await;
+        assert_eq!(status, 401, "made-up token {n}: {body}");
+    }
+    let (status, _) = initialize(&guard.url, &made_up_token()).await;
+    assert_eq!(status, 429, "the address is locked out");
+    let (status, body) = initialize(&guard.url, &token).await;
+    assert_eq!(status, 401, "Zabbix asked, and said no: {body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(!message.contains(&token), "the token is never echoed");
+    // From now on refused without Zabbix being asked, as any rejected token.
+    let (status, again) = initialize(&guard.url, &token).await;
+    assert_eq!((status, &again), (401, &body));
+    let metrics = metrics(&guard).await;
+    assert!(
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="miss"} 4"#),
         "{metrics}"
     );
     guard.stop().await;

@@ -162,26 +162,32 @@ pub async fn authenticate(
 }
 
 /// A token not cached: refused again if Zabbix rejected it lately, refused unasked while
-/// the address has used up its rejections, else looked up (and remembered if rejected).
+/// the address has used up its rejections (unless Zabbix accepted the token lately), else
+/// looked up, and remembered as accepted or rejected.
 async fn look_up(
     app: &App,
     token: &ApiToken,
     address: IpAddr,
 ) -> Result<Arc<Identity>, GuardError> {
     let rejected = &app.rejected_tokens;
-    if let Some(message) = rejected.rejection(&token.digest()) {
+    let digest = token.digest();
+    if let Some(message) = rejected.rejection(&digest) {
         return Err(CallerError::InvalidToken(message.to_string()).into());
     }
     rejected
-        .check(address)
+        .check(address, &digest)
         .map_err(|wait| GuardError::TooManyRejectedTokens {
             address,
             max: rejected.max(),
             retry_after_s: wait.as_secs(),
         })?;
     let result = app.callers.resolve(&app.zabbix, token).await;
-    if let Err(CallerError::InvalidToken(message)) = &result {
-        rejected.record(address, token.digest(), message);
+    match &result {
+        // Once per token per identity-cache lifetime: this path runs only on a miss.
+        Ok(_) => rejected.accept(digest),
+        Err(CallerError::InvalidToken(message)) => rejected.record(address, digest, message),
+        // Zabbix did not say either way: nothing is learnt about the token.
+        Err(_) => {}
     }
     Ok(result?)
 }

@@ -1,14 +1,20 @@
-//! Tokens Zabbix rejected, remembered and counted per client address. A token is cached
-//! only once Zabbix accepted it, so every unknown token costs a `user.checkAuthentication`
-//! in Zabbix's PHP: without a bound, one client sending token after token makes the
-//! sidecar load Zabbix for it.
+//! Tokens Zabbix rejected, remembered and counted per client address, and the tokens it
+//! accepted, which an address's lockout spares. A token is cached only once Zabbix
+//! accepted it, so every unknown token costs a `user.checkAuthentication` in Zabbix's PHP:
+//! without a bound, one client sending token after token makes the sidecar load Zabbix for
+//! it.
 //! - A rejected token is remembered for [`WINDOW`]: sent again (a client retrying with a
 //!   revoked token), it gets the same refusal without Zabbix being asked, and is not
 //!   counted again.
 //! - After `MaxRejectedTokens` distinct rejected tokens from one address within [`WINDOW`],
-//!   tokens from there that are not already known are refused without asking Zabbix until
-//!   the window has passed. Known (cached) tokens keep working, so the clients already let
-//!   in from a shared address are not locked out by a neighbour guessing.
+//!   tokens from there that Zabbix has not accepted lately are refused without asking
+//!   Zabbix until the window has passed.
+//! - Tokens Zabbix accepted in the last [`ACCEPTED_MEMORY`] (from any address) are spared:
+//!   the identity cache forgets a token after a minute, far sooner than a lockout ends, so
+//!   without this the clients already let in from a shared address would be locked out by
+//!   a neighbour guessing. Being spared only lets a token be looked up in Zabbix as usual:
+//!   a token revoked since is rejected there, and forgotten here. Only SHA-256 digests are
+//!   kept, never a token.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -21,12 +27,23 @@ use moka::sync::Cache;
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 /// Addresses, and rejected tokens, tracked at once (least used dropped beyond).
 const CAPACITY: u64 = 100_000;
+/// How long a token Zabbix accepted is spared from lockouts after its last acceptance
+/// (renewed each time the identity cache asks Zabbix again, about once a minute while the
+/// token is in use): a client used daily stays known across idle hours.
+pub(crate) const ACCEPTED_MEMORY: Duration = Duration::from_secs(24 * 60 * 60);
+/// Accepted tokens remembered at once. Only a token Zabbix accepted gets in, so a client
+/// guessing cannot fill it; beyond it, the least used are dropped (and a lockout refuses
+/// them like unknown tokens until Zabbix accepts them again).
+const ACCEPTED_CAPACITY: u64 = 100_000;
 
-/// The rejections of each address in its current window, and the tokens rejected.
+/// The rejections of each address in its current window, the tokens rejected, and the
+/// tokens accepted.
 pub(crate) struct RejectedTokens {
     by_address: Cache<Source, Failures>,
     /// Token digest → Zabbix's words when it rejected the token.
     tokens: Cache<[u8; 32], Arc<str>>,
+    /// Digests of the tokens Zabbix accepted lately: spared from lockouts.
+    accepted: Cache<[u8; 32], ()>,
     max: usize,
     window: Duration,
     /// Lookups refused without asking Zabbix (read by `/metrics`).
@@ -45,7 +62,8 @@ struct Failures {
 struct Source(IpAddr);
 
 impl RejectedTokens {
-    pub(crate) fn new(max: usize, window: Duration) -> Self {
+    /// `remember`: how long an accepted token is spared after its last acceptance.
+    pub(crate) fn new(max: usize, window: Duration, remember: Duration) -> Self {
         Self {
             by_address: Cache::builder()
                 .max_capacity(CAPACITY)
@@ -54,6 +72,10 @@ impl RejectedTokens {
             tokens: Cache::builder()
                 .max_capacity(CAPACITY)
                 .time_to_live(window)
+                .build(),
+            accepted: Cache::builder()
+                .max_capacity(ACCEPTED_CAPACITY)
+                .time_to_live(remember)
                 .build(),
             max,
             window,
@@ -66,10 +88,17 @@ impl RejectedTokens {
         self.max
     }
 
-    /// `Err(wait)` while `address` has used up its rejections: an unknown token from it is
-    /// not to be looked up for `wait` (whole seconds, at least one).
-    pub(crate) fn check(&self, address: IpAddr) -> Result<(), Duration> {
-        self.check_at(address, Instant::now())
+    /// `Err(wait)` while `address` has used up its rejections and the token with this
+    /// digest is not one Zabbix accepted lately: it is not to be looked up for `wait`
+    /// (whole seconds, at least one).
+    pub(crate) fn check(&self, address: IpAddr, digest: &[u8; 32]) -> Result<(), Duration> {
+        self.check_at(address, digest, Instant::now())
+    }
+
+    /// Remembers (again, for [`ACCEPTED_MEMORY`] from now) that Zabbix accepted the token
+    /// with this digest.
+    pub(crate) fn accept(&self, digest: [u8; 32]) {
+        self.accepted.insert(digest, ());
     }
 
     /// What Zabbix answered when it rejected the token with this digest in the last
@@ -79,8 +108,10 @@ impl RejectedTokens {
     }
 
     /// Remembers a token Zabbix rejected (`message`: its words) and counts it for
-    /// `address` unless it was already remembered.
+    /// `address` unless it was already remembered. A token once accepted is spared no
+    /// more: Zabbix no longer takes it.
     pub(crate) fn record(&self, address: IpAddr, digest: [u8; 32], message: &str) {
+        self.accepted.invalidate(&digest);
         let fresh = self
             .tokens
             .entry(digest)
@@ -91,12 +122,16 @@ impl RejectedTokens {
         }
     }
 
-    fn check_at(&self, address: IpAddr, now: Instant) -> Result<(), Duration> {
+    fn check_at(&self, address: IpAddr, digest: &[u8; 32], now: Instant) -> Result<(), Duration> {
         let Some(failures) = self.by_address.get(&Source::of(address)) else {
             return Ok(());
         };
         let elapsed = now.saturating_duration_since(failures.since);
         if failures.count < self.max || elapsed >= self.window {
+            return Ok(());
+        }
+        // Asked only of a locked-out address: the common path costs nothing more.
+        if self.accepted.contains_key(digest) {
             return Ok(());
         }
         self.refused.fetch_add(1, Ordering::Relaxed);
@@ -149,31 +184,40 @@ mod tests {
     use std::net::IpAddr;
     use std::time::{Duration, Instant};
 
-    use super::RejectedTokens;
+    use super::{ACCEPTED_MEMORY, RejectedTokens};
+
+    /// The digest of a token Zabbix has not accepted.
+    const UNKNOWN: [u8; 32] = [0; 32];
 
     fn ip(text: &str) -> IpAddr {
         text.parse().expect("an address")
     }
 
+    fn tokens(max: usize) -> RejectedTokens {
+        RejectedTokens::new(max, Duration::from_secs(60), ACCEPTED_MEMORY)
+    }
+
     #[test]
     fn an_address_waits_after_its_rejections_and_others_do_not() {
-        let rejected = RejectedTokens::new(3, Duration::from_secs(60));
+        let rejected = tokens(3);
         for _ in 0..3 {
-            assert!(rejected.check(ip("10.0.0.1")).is_ok());
+            assert!(rejected.check(ip("10.0.0.1"), &UNKNOWN).is_ok());
             rejected.record_at(ip("10.0.0.1"), Instant::now());
         }
-        let wait = rejected.check(ip("10.0.0.1")).expect_err("used up");
+        let wait = rejected
+            .check(ip("10.0.0.1"), &UNKNOWN)
+            .expect_err("used up");
         assert!(
             wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
             "{wait:?}"
         );
-        assert!(rejected.check(ip("10.0.0.2")).is_ok());
+        assert!(rejected.check(ip("10.0.0.2"), &UNKNOWN).is_ok());
         assert_eq!(rejected.refused(), 1);
     }
 
     #[test]
     fn a_token_sent_again_is_remembered_not_counted_again() {
-        let rejected = RejectedTokens::new(2, Duration::from_secs(60));
+        let rejected = tokens(2);
         assert!(rejected.rejection(&[1; 32]).is_none());
         for _ in 0..5 {
             rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
@@ -183,43 +227,87 @@ mod tests {
             Some("Not authorized.")
         );
         assert!(
-            rejected.check(ip("10.0.0.1")).is_ok(),
+            rejected.check(ip("10.0.0.1"), &UNKNOWN).is_ok(),
             "one token, counted once"
         );
         rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
         assert!(
-            rejected.check(ip("10.0.0.1")).is_err(),
+            rejected.check(ip("10.0.0.1"), &UNKNOWN).is_err(),
             "two distinct tokens"
         );
     }
 
     #[test]
     fn the_window_ends() {
-        let rejected = RejectedTokens::new(2, Duration::from_secs(60));
+        let rejected = tokens(2);
         let start = Instant::now();
         rejected.record_at(ip("10.0.0.1"), start);
         rejected.record_at(ip("10.0.0.1"), start + Duration::from_secs(10));
         let later = start + Duration::from_millis(59_500);
         assert_eq!(
-            rejected.check_at(ip("10.0.0.1"), later),
+            rejected.check_at(ip("10.0.0.1"), &UNKNOWN, later),
             Err(Duration::from_secs(1))
         );
         let after = start + Duration::from_secs(60);
-        assert!(rejected.check_at(ip("10.0.0.1"), after).is_ok());
+        assert!(rejected.check_at(ip("10.0.0.1"), &UNKNOWN, after).is_ok());
         // A rejection after the window starts a new one.
         rejected.record_at(ip("10.0.0.1"), after);
-        assert!(rejected.check_at(ip("10.0.0.1"), after).is_ok());
+        assert!(rejected.check_at(ip("10.0.0.1"), &UNKNOWN, after).is_ok());
     }
 
     #[test]
     fn an_ipv6_slash_64_counts_as_one_and_mapped_ipv4_as_its_ipv4() {
-        let rejected = RejectedTokens::new(2, Duration::from_secs(60));
+        let rejected = tokens(2);
         rejected.record_at(ip("2001:db8:1:2::1"), Instant::now());
         rejected.record_at(ip("2001:db8:1:2:ffff::7"), Instant::now());
-        assert!(rejected.check(ip("2001:db8:1:2::99")).is_err());
-        assert!(rejected.check(ip("2001:db8:1:3::1")).is_ok());
+        assert!(rejected.check(ip("2001:db8:1:2::99"), &UNKNOWN).is_err());
+        assert!(rejected.check(ip("2001:db8:1:3::1"), &UNKNOWN).is_ok());
         rejected.record_at(ip("::ffff:10.0.0.9"), Instant::now());
         rejected.record_at(ip("10.0.0.9"), Instant::now());
-        assert!(rejected.check(ip("10.0.0.9")).is_err());
+        assert!(rejected.check(ip("10.0.0.9"), &UNKNOWN).is_err());
+    }
+
+    #[test]
+    fn a_token_accepted_before_is_spared_a_lockout_and_others_are_not() {
+        let rejected = tokens(2);
+        let known = [7; 32];
+        rejected.accept(known);
+        rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
+        rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
+        assert!(rejected.check(ip("10.0.0.1"), &UNKNOWN).is_err());
+        assert!(rejected.check(ip("10.0.0.1"), &[8; 32]).is_err());
+        // Spared from the same address and from its IPv6 form, as often as it comes.
+        for _ in 0..3 {
+            assert!(rejected.check(ip("10.0.0.1"), &known).is_ok());
+        }
+        assert!(rejected.check(ip("::ffff:10.0.0.1"), &known).is_ok());
+        assert_eq!(
+            rejected.refused(),
+            2,
+            "a spared token is not counted as refused"
+        );
+    }
+
+    #[test]
+    fn a_token_rejected_after_its_acceptance_is_spared_no_more() {
+        let rejected = tokens(2);
+        let revoked = [7; 32];
+        rejected.accept(revoked);
+        // Revoked in Zabbix since: its next lookup is rejected, from anywhere.
+        rejected.record(ip("10.0.0.2"), revoked, "Not authorized.");
+        rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
+        rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
+        assert!(rejected.check(ip("10.0.0.1"), &revoked).is_err());
+        // Accepted again (a token Zabbix takes once more) is spared again.
+        rejected.accept(revoked);
+        assert!(rejected.check(ip("10.0.0.1"), &revoked).is_ok());
+    }
+
+    #[test]
+    fn the_memory_of_accepted_tokens_ends() {
+        let rejected = RejectedTokens::new(1, Duration::from_secs(60), Duration::ZERO);
+        rejected.accept([7; 32]);
+        rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
+        assert!(rejected.check(ip("10.0.0.1"), &[7; 32]).is_err());
     }
 }

@@ -148,6 +148,12 @@ impl CallerResolver {
         Some(identity)
     }
 
+    /// Drops the identity cached for `token`, as its TTL ends it: the next use asks Zabbix
+    /// again. For tests that need that state without waiting out the TTL.
+    pub async fn forget(&self, token: &ApiToken) {
+        self.cache.invalidate(&token.digest()).await;
+    }
+
     /// The identity behind `token`; concurrent lookups of one token share one Zabbix call.
     pub async fn resolve(
         &self,
