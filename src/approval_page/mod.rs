@@ -22,6 +22,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
+use crate::server::body::{BodyBudget, PAGE_BODY_BUDGET_BYTES};
 use crate::server::routes::Body;
 use crate::server::{self, Listener, Routes, ServerError};
 
@@ -32,6 +33,8 @@ pub(crate) struct Page {
     app: Arc<App>,
     sessions: Sessions,
     tls: bool,
+    /// The bytes the forms being received may hold at once.
+    bodies: BodyBudget,
 }
 
 /// Binds the approval listeners, if configured, and serves them until `cancel` with the
@@ -50,6 +53,7 @@ pub async fn start(
         app: app.clone(),
         sessions: Sessions::new(app),
         tls: tls.is_some(),
+        bodies: BodyBudget::new(PAGE_BODY_BUDGET_BYTES),
     });
     let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));
     let mut addrs = Vec::new();

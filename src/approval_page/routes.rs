@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
 
 use super::Page;
@@ -14,6 +14,7 @@ use super::decide::{self, Choice, Decided};
 use super::html;
 use super::session::{Credentials, SESSION_TTL, Session, random_token, same_secret};
 use super::summary::summary;
+use crate::server::body::{self, BodyBudget, BodyError};
 use crate::store::{Status, unix_now};
 
 const SESSION_COOKIE: &str = "zmg_session";
@@ -39,7 +40,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
         .find(|(k, _)| k == LOGIN_COOKIE)
         .map(|(_, v)| v.clone());
     let form = if method == Method::POST {
-        match read_form(request, page.app.config.limits.body).await {
+        match read_form(request, page.app.config.limits.body, &page.bodies).await {
             Ok(form) => form,
             Err(reply) => return reply,
         }
@@ -321,30 +322,30 @@ fn cookies(request: &Request<Incoming>) -> Vec<(String, String)> {
 }
 
 /// Reads the form within `BodyTimeout` (a client that trickles its body is answered 408
-/// and the connection closed, as on the MCP listener) and `MAX_FORM_BYTES`.
+/// and the connection closed, as on the MCP listener), `MAX_FORM_BYTES` and the page's
+/// share of memory for forms (past it, 503: try again in a moment).
 async fn read_form(
     request: Request<Incoming>,
     timeout: Duration,
+    budget: &BodyBudget,
 ) -> Result<Vec<(String, String)>, Reply> {
-    let body = Limited::new(request.into_body(), MAX_FORM_BYTES).collect();
-    match tokio::time::timeout(timeout, body).await {
-        Ok(Ok(body)) => Ok(form_urlencoded::parse(&body.to_bytes())
-            .into_owned()
-            .collect()),
-        Ok(Err(_)) => Err(closing(plain(StatusCode::PAYLOAD_TOO_LARGE, "Bad form"))),
-        Err(_) => {
-            tracing::info!(
-                timeout_s = timeout.as_secs(),
-                "approval page: request body not received in time (BodyTimeout)"
-            );
-            Err(closing(plain(
-                StatusCode::REQUEST_TIMEOUT,
-                &format!(
-                    "The form did not arrive within {}s (BodyTimeout).",
-                    timeout.as_secs()
-                ),
-            )))
+    match body::read(request.into_body(), MAX_FORM_BYTES, timeout, budget).await {
+        // The form is parsed into owned pairs at once: its share ends here.
+        Ok((bytes, _share)) => Ok(form_urlencoded::parse(&bytes).into_owned().collect()),
+        Err(BodyError::TooLarge(_) | BodyError::Unreadable) => {
+            Err(closing(plain(StatusCode::PAYLOAD_TOO_LARGE, "Bad form")))
         }
+        Err(BodyError::OverBudget(_)) => Err(closing(plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The page is busy; try again in a moment.",
+        ))),
+        Err(BodyError::Timeout(timeout)) => Err(closing(plain(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "The form did not arrive within {}s (BodyTimeout).",
+                timeout.as_secs()
+            ),
+        ))),
     }
 }
 

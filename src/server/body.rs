@@ -1,12 +1,13 @@
-//! Reading an MCP request's body: whole, within `BodyTimeout`, at most 1 MiB, and within a
-//! budget shared by every body being received or waiting to be answered.
+//! Reading a request's body: whole, within `BodyTimeout`, at most a size per request (1 MiB
+//! for MCP, 16 kB for the approval page's forms), and within a budget each listener's
+//! bodies share while they are received or wait for their answer.
 //!
-//! The budget is what bounds memory: 1 MiB a body is per request, and one HTTP/2 connection
+//! The budget is what bounds memory: the size is per request, and one HTTP/2 connection
 //! carries up to 200 requests at once, each with a body that may trickle in until
 //! `BodyTimeout`. Without a total, a caller with any valid token could hold MaxConnections
-//! × 200 × 1 MiB. With it, a body that would take the total past [`BODY_BUDGET_BYTES`] is
-//! refused with 503 `overloaded` as its bytes arrive, and a body announced larger than
-//! 1 MiB (`Content-Length`) is refused before any of it is read.
+//! × 200 × 1 MiB. With it, a body that would take the total past the budget
+//! ([`BODY_BUDGET_BYTES`] for MCP) is refused with 503 as its bytes arrive, and a body
+//! announced larger than the size (`Content-Length`) is refused before any of it is read.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +29,10 @@ pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 /// largest size, or tens of thousands of the few-kB bodies MCP clients send.
 pub(crate) const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
-/// The bytes all request bodies may hold at once.
+/// The most the approval page's forms hold at once: 256 forms of the largest size.
+pub(crate) const PAGE_BODY_BUDGET_BYTES: usize = 4 * 1024 * 1024;
+
+/// The bytes all request bodies of a listener may hold at once.
 #[derive(Debug)]
 pub(crate) struct BodyBudget {
     free: Arc<Semaphore>,
@@ -66,25 +70,41 @@ impl BodyShare {
     }
 }
 
-/// Reads the whole request body within `timeout`, [`MAX_REQUEST_BODY_BYTES`] and `budget`,
-/// so a client that trickles its body costs a socket for seconds, not forever, and many
-/// such bodies together cannot exhaust memory. The share is held until the request is
-/// answered: the body is in memory until then.
-pub(crate) async fn read_body<B>(
-    request: Request<B>,
+/// Why a body was not read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    /// Larger than the listener takes, announced (`Content-Length`) or as it arrived.
+    #[error("the request body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the request body could not be read")]
+    Unreadable,
+    /// The bodies being received hold the whole budget: retry later.
+    #[error("the request bodies being received hold {} MiB, the limit", .0 / (1024 * 1024))]
+    OverBudget(usize),
+    #[error("the request body did not arrive within {}s (BodyTimeout)", .0.as_secs())]
+    Timeout(Duration),
+}
+
+/// Reads `body` whole within `timeout`, `max` bytes and `budget`, so a client that trickles
+/// its body costs a socket for seconds, not forever, and many such bodies together cannot
+/// exhaust memory. The share is to be held until the request is answered: the body is in
+/// memory until then.
+pub(crate) async fn read<B>(
+    body: B,
+    max: usize,
     timeout: Duration,
     budget: &BodyBudget,
-) -> Result<(Request<Full<Bytes>>, BodyShare), Response<Body>>
+) -> Result<(Bytes, BodyShare), BodyError>
 where
     B: HttpBody<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let (parts, body) = request.into_parts();
     // A body that says it is larger than the limit is refused before any of it is read.
     let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
-    if announced > MAX_REQUEST_BODY_BYTES {
-        return Err(too_large());
+    if announced > max {
+        return Err(BodyError::TooLarge(max));
     }
+    let over_budget = || BodyError::OverBudget(budget.total);
     let mut share = BodyShare(budget.take(announced).ok_or_else(over_budget)?);
     let mut bytes = Vec::with_capacity(announced);
     let read = async {
@@ -92,15 +112,15 @@ where
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|error| {
                 tracing::debug!(error = %error.into(), "request body not read");
-                unreadable()
+                BodyError::Unreadable
             })?;
-            // Trailers carry nothing an MCP request needs.
+            // Trailers carry nothing a request here needs.
             let Ok(data) = frame.into_data() else {
                 continue;
             };
             let total = bytes.len() + data.len();
-            if total > MAX_REQUEST_BODY_BYTES {
-                return Err(too_large());
+            if total > max {
+                return Err(BodyError::TooLarge(max));
             }
             if total > share.bytes() {
                 let more = budget.take(total - share.bytes()).ok_or_else(over_budget)?;
@@ -111,54 +131,62 @@ where
         Ok(())
     };
     match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(())) => Ok((
-            Request::from_parts(parts, Full::new(Bytes::from(bytes))),
-            share,
-        )),
-        Ok(Err(response)) => Err(response),
+        Ok(Ok(())) => Ok((Bytes::from(bytes), share)),
+        Ok(Err(error)) => Err(error),
         Err(_) => {
             tracing::info!(
                 timeout_s = timeout.as_secs(),
                 "request body not received in time (BodyTimeout)"
             );
-            Err(closing(json_response(
-                StatusCode::REQUEST_TIMEOUT,
-                &json!({"error": "invalid_request",
-                        "message": format!("the request body did not arrive within {}s (BodyTimeout)", timeout.as_secs())}),
-            )))
+            Err(BodyError::Timeout(timeout))
         }
     }
 }
 
-fn too_large() -> Response<Body> {
-    closing(json_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &json!({"error": "invalid_request",
-                "message": format!("the request body is larger than {MAX_REQUEST_BODY_BYTES} bytes")}),
-    ))
+/// An MCP request with its body read ([`read`], at most [`MAX_REQUEST_BODY_BYTES`]), or the
+/// JSON answer to why not.
+pub(crate) async fn read_body<B>(
+    request: Request<B>,
+    timeout: Duration,
+    budget: &BodyBudget,
+) -> Result<(Request<Full<Bytes>>, BodyShare), Response<Body>>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (parts, body) = request.into_parts();
+    match read(body, MAX_REQUEST_BODY_BYTES, timeout, budget).await {
+        Ok((bytes, share)) => Ok((Request::from_parts(parts, Full::new(bytes)), share)),
+        Err(error) => Err(refusal(&error)),
+    }
 }
 
-fn unreadable() -> Response<Body> {
+/// The MCP listener's answer to a body not read; the connection is closed after it (the
+/// rest of the body is unread).
+fn refusal(error: &BodyError) -> Response<Body> {
+    let message = error.to_string();
+    let (status, code) = match error {
+        BodyError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
+        BodyError::Unreadable => (StatusCode::BAD_REQUEST, "invalid_request"),
+        BodyError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "invalid_request"),
+        BodyError::OverBudget(_) => {
+            tracing::info!("request refused: request bodies at the memory budget (overloaded)");
+            let message =
+                format!("the sidecar is overloaded: {message}; nothing was done, retry later");
+            let mut response = closing(json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "overloaded", "message": message}),
+            ));
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
+    };
     closing(json_response(
-        StatusCode::BAD_REQUEST,
-        &json!({"error": "invalid_request", "message": "the request body could not be read"}),
+        status,
+        &json!({"error": code, "message": message}),
     ))
-}
-
-/// 503, retryable: the bodies being received hold the whole budget.
-fn over_budget() -> Response<Body> {
-    tracing::info!("request refused: request bodies at the memory budget (overloaded)");
-    let mut response = closing(json_response(
-        StatusCode::SERVICE_UNAVAILABLE,
-        &json!({"error": "overloaded", "message": format!(
-            "the sidecar is overloaded: the request bodies being received hold {} MiB, its limit; nothing was done, retry later",
-            BODY_BUDGET_BYTES / (1024 * 1024)
-        )}),
-    ));
-    response
-        .headers_mut()
-        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    response
 }
 
 #[cfg(test)]
