@@ -5,12 +5,10 @@
 //! start-up warnings. A problem a start would only log (a policy set that does not load
 //! starts a sidecar denying every call) fails here, so that it is seen before a restart.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use crate::app::{policy_mode, policy_source};
 use crate::config::{Config, TlsAccept};
 use crate::policy::PolicyEngine;
-use crate::server::tls::{ServerCertificate, TlsError};
+use crate::server::tls::{Expiry, ServerCertificate, TlsError};
 use crate::startup::StartupWarning;
 use crate::zabbix::ZabbixError;
 use crate::zabbix::trust::ZabbixTrust;
@@ -39,9 +37,6 @@ pub enum PreflightError {
     #[error("TLSCAFile: {0}; a start would fail")]
     Trust(ZabbixError),
 }
-
-/// How close to its expiry a certificate is worth a warning (as the running sidecar warns).
-const EXPIRY_WARNING_DAYS: i64 = 14;
 
 /// Loads what a start would load from `config`'s files. Blocking file reads.
 pub fn check(config: &Config) -> Vec<Finding> {
@@ -77,7 +72,8 @@ pub fn check(config: &Config) -> Vec<Finding> {
     found
 }
 
-/// The served certificate's line, and a warning if it expires within two weeks.
+/// The served certificate's line, and a warning if it expires within two weeks (as the
+/// running sidecar warns).
 fn certificate(config: &Config) -> Vec<Finding> {
     let (Some(cert_file), Some(key_file)) = (&config.tls_cert_file, &config.tls_key_file) else {
         return vec![Finding::Failed(PreflightError::TlsFilesMissing)];
@@ -92,21 +88,16 @@ fn certificate(config: &Config) -> Vec<Finding> {
         cert_file.display(),
         served.sha256()
     ))];
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let left = served.status().not_after.saturating_sub(now);
-    if left <= 0 {
-        found.push(Finding::Warning(format!(
+    match served.expiry() {
+        Expiry::Later => {}
+        Expiry::Soon { days_left } => found.push(Finding::Warning(format!(
+            "the TLS certificate in {} expires in {days_left} days, at {not_after}",
+            cert_file.display()
+        ))),
+        Expiry::Passed => found.push(Finding::Warning(format!(
             "the TLS certificate in {} expired at {not_after}: clients refuse it",
             cert_file.display()
-        )));
-    } else if left <= EXPIRY_WARNING_DAYS * 86_400 {
-        found.push(Finding::Warning(format!(
-            "the TLS certificate in {} expires in {} days, at {not_after}",
-            cert_file.display(),
-            left.div_euclid(86_400)
-        )));
+        ))),
     }
     found
 }

@@ -34,6 +34,18 @@ pub struct ServerCertificate {
 const EXPIRY_WARNING_SECS: i64 = 14 * 86_400;
 const EXPIRY_WARNING_EVERY: Duration = Duration::from_secs(86_400);
 
+/// How close the served certificate is to its expiry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// More than two weeks left.
+    Later,
+    /// Within two weeks: said once a day, and by `-T`.
+    Soon {
+        days_left: i64,
+    },
+    Passed,
+}
+
 /// What `/metrics` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TlsStatus {
@@ -67,6 +79,18 @@ impl ServerCertificate {
             reloads_ok: self.reloads_ok.load(Ordering::Relaxed),
             reloads_failed: self.reloads_failed.load(Ordering::Relaxed),
             not_after: self.served().not_after,
+        }
+    }
+
+    /// How close the certificate being served is to its expiry, now.
+    pub fn expiry(&self) -> Expiry {
+        let left = self.served().not_after.saturating_sub(unix_now());
+        match left {
+            _ if left <= 0 => Expiry::Passed,
+            _ if left <= EXPIRY_WARNING_SECS => Expiry::Soon {
+                days_left: left.div_euclid(86_400),
+            },
+            _ => Expiry::Later,
         }
     }
 
@@ -128,11 +152,11 @@ impl ServerCertificate {
     /// Says once a day that the served certificate expires within 14 days, or has expired.
     /// `true` when it said so now.
     fn warn_if_expiring(&self) -> bool {
-        let served = self.served();
-        let left = served.not_after.saturating_sub(unix_now());
-        if left > EXPIRY_WARNING_SECS {
+        let expiry = self.expiry();
+        if expiry == Expiry::Later {
             return false;
         }
+        let served = self.served();
         let mut warned = self
             .expiry_warned
             .lock()
@@ -141,9 +165,8 @@ impl ServerCertificate {
             return false;
         }
         *warned = Some(Instant::now());
-        let days_left = left.div_euclid(86_400);
         let not_after = served.not_after_text();
-        if left > 0 {
+        if let Expiry::Soon { days_left } = expiry {
             tracing::warn!(cert_file = %self.cert_file.display(), sha256 = %served.sha256,
                 %not_after, days_left, "TLS certificate expires soon: renew its files, they are loaded without a restart");
         } else {

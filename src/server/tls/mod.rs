@@ -20,7 +20,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::policy::timestamp::rfc3339_nanos;
 use crate::reload::{self, read_small_file};
 
-pub use certificate::{ServerCertificate, TlsStatus};
+pub use certificate::{Expiry, ServerCertificate, TlsStatus};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
