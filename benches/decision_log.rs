@@ -140,7 +140,8 @@ fn list_row(policies: &Path, path: &Path, iterations: usize, new_caller: bool) -
     config.decision_log = ConfigSink::File(path.to_path_buf());
     let app: Arc<App> = App::new(config).unwrap_or_else(|e| fail(e));
     let version: ZabbixVersion = "7.0.22".parse().unwrap_or_else(|e| fail(e));
-    let tools = ToolList::build(&app, version);
+    let (exposure, generation) = app.exposure();
+    let tools = ToolList::build(&exposure, generation, version);
     let mut subject = subject();
     let offered_count = offered(&app, &tools, &subject).len();
     let mut per_call = Vec::with_capacity(iterations);

@@ -1,7 +1,7 @@
 //! The application state shared by every request: configuration, the Zabbix client, the
 //! caller cache, tool exposure, and the tool list built for the Zabbix version in use.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use crate::policy::{
     PolicySource,
 };
 use crate::ratelimit::RateLimiter;
+use crate::server::peers::AllowedPeers;
 use crate::server::rejected::{ACCEPTED_MEMORY, RejectedTokens, WINDOW as REJECTED_WINDOW};
 use crate::store::{Store, StoreError};
 use crate::targets::TargetResolver;
@@ -31,14 +32,24 @@ const TARGET_CACHE_CAPACITY: u64 = 10_000;
 const TARGET_CACHE_TTL: Duration = Duration::from_secs(10);
 
 pub struct App {
+    /// The configuration as started. What a reload changes (`crate::reconfigure`) is read
+    /// from the fields that hold it: `allowed_peers`, `approval_peers`, [`App::exposure`]
+    /// and `limiter`.
     pub config: Config,
+    /// `AllowedIP`: the MCP listener's peers.
+    pub allowed_peers: AllowedPeers,
+    /// `ApprovalAllowedIP`, when the approval page is on.
+    pub approval_peers: Option<AllowedPeers>,
     pub zabbix: ZabbixClient,
     pub callers: CallerResolver,
     /// Tokens Zabbix rejected, per client address: bounds the lookups one address causes;
     /// and those it accepted, which keep working from an address locked out.
     pub(crate) rejected_tokens: RejectedTokens,
     pub targets: TargetResolver,
-    pub exposure: Exposure,
+    /// `ToolPrefix` and the exposure rules, with a generation that a reload of the rules
+    /// moves on, so that tool lists built under earlier rules are built again.
+    exposure: RwLock<Arc<Exposure>>,
+    exposure_generation: AtomicU64,
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
     /// `tools/list` decision sets, reused briefly per caller, client and policy revision.
@@ -141,13 +152,21 @@ impl App {
             REJECTED_WINDOW,
             ACCEPTED_MEMORY,
         );
+        let allowed_peers = AllowedPeers::new(&config.allowed_ip);
+        let approval_peers = config
+            .approval_page
+            .as_ref()
+            .map(|page| AllowedPeers::new(&page.allowed_ip));
         Ok(Arc::new(App {
+            allowed_peers,
+            approval_peers,
             config,
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
             rejected_tokens,
             targets: TargetResolver::new(TARGET_CACHE_CAPACITY, TARGET_CACHE_TTL),
-            exposure,
+            exposure: RwLock::new(Arc::new(exposure)),
+            exposure_generation: AtomicU64::new(0),
             policy,
             decisions,
             list_decisions: ListDecisions::default(),
@@ -161,20 +180,49 @@ impl App {
         }))
     }
 
-    /// The tools offered on the current Zabbix version, built once per version.
+    /// The tools offered on the current Zabbix version, built once per version and
+    /// exposure.
     pub async fn tool_list(&self) -> Result<Arc<ToolList>, ZabbixError> {
         let version = self.zabbix.version().await?;
+        let generation = self.exposure_generation.load(Ordering::Acquire);
         if let Ok(slot) = self.tools.read()
             && let Some(list) = slot.as_ref()
             && list.version == version
+            && list.exposure_generation == generation
         {
             return Ok(list.clone());
         }
-        let list = Arc::new(ToolList::build(self, version));
+        let (exposure, generation) = self.exposure();
+        let list = Arc::new(ToolList::build(&exposure, generation, version));
         if let Ok(mut slot) = self.tools.write() {
             *slot = Some(list.clone());
         }
         Ok(list)
+    }
+
+    /// The exposure in force and its generation.
+    pub fn exposure(&self) -> (Arc<Exposure>, u64) {
+        // Read under the lock, so the pair always belongs together.
+        match self.exposure.read() {
+            Ok(exposure) => (
+                exposure.clone(),
+                self.exposure_generation.load(Ordering::Acquire),
+            ),
+            Err(poisoned) => (
+                poisoned.into_inner().clone(),
+                self.exposure_generation.load(Ordering::Acquire),
+            ),
+        }
+    }
+
+    /// Puts new exposure rules in force: tool lists are built again on their next use.
+    pub(crate) fn replace_exposure(&self, exposure: Exposure) {
+        let mut slot = match self.exposure.write() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *slot = Arc::new(exposure);
+        self.exposure_generation.fetch_add(1, Ordering::AcqRel);
     }
 }
 

@@ -24,6 +24,7 @@ pub mod pidfile;
 pub mod policy;
 pub mod preflight;
 pub mod ratelimit;
+pub mod reconfigure;
 pub(crate) mod reload;
 pub mod response;
 #[cfg(test)]

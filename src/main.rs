@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use zabbix_mcp_guard::app::App;
 use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
-use zabbix_mcp_guard::config::{Config, DecisionLogSink, SessionMode};
+use zabbix_mcp_guard::config::{Config, DecisionLogSink, SessionMode, Sources};
 use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::preflight::{self, Finding};
+use zabbix_mcp_guard::reconfigure::Reconfigure;
 use zabbix_mcp_guard::server::Server;
 use zabbix_mcp_guard::startup::StartupWarning;
 use zabbix_mcp_guard::stdio;
@@ -28,27 +29,33 @@ fn main() -> ExitCode {
     match cli.action() {
         Command::Policy { command } => policy(command, cli.params.policy_dir.as_deref()),
         Command::Stdio => stdio(&cli),
-        Command::Serve => match load(cli.sources()) {
-            Some(config) => run(config, cli.test_config, serve),
-            None => ExitCode::FAILURE,
-        },
+        Command::Serve => {
+            let sources = cli.sources();
+            match load(sources.clone()) {
+                Some(config) => run(config, sources, cli.test_config, serve),
+                None => ExitCode::FAILURE,
+            }
+        }
     }
 }
 
 /// The configuration, or `None` after printing why it is not valid.
-fn load(sources: zabbix_mcp_guard::config::Sources) -> Option<Config> {
+fn load(sources: Sources) -> Option<Config> {
     Config::load(&sources)
         .map_err(|error| eprintln!("zabbix-mcp-guard: configuration error: {error}"))
         .ok()
 }
 
+/// How a mode starts: with its configuration and the sources a reload reads again.
+type Start = fn(Config, Sources) -> anyhow::Result<()>;
+
 /// `-T` prints the effective configuration and loads what a start would load from files;
 /// otherwise `start` runs until shutdown.
-fn run(config: Config, test_config: bool, start: fn(Config) -> anyhow::Result<()>) -> ExitCode {
+fn run(config: Config, sources: Sources, test_config: bool, start: Start) -> ExitCode {
     if test_config {
         return test(&config);
     }
-    match start(config) {
+    match start(config, sources) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("zabbix-mcp-guard: {error:#}");
@@ -90,7 +97,7 @@ fn policy(command: PolicyCommand, default_dir: Option<&str>) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
-fn serve(config: Config) -> anyhow::Result<()> {
+fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
     let logging = telemetry::init(&config).context("cannot set up logging")?;
     // Dropped after the runtime finishes: the PID file is removed on a clean exit.
     let _pid_file = config
@@ -114,6 +121,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
             tracing::warn!(path = %file.path.display(), mode = format!("{:o}", file.mode),
                 "ApprovalSealKeyFile is readable by group or others; chmod 600 it");
         }
+        let reconfigure = Reconfigure::new(sources, |_| {}, &config);
         let app = App::new(config).context("cannot set up the sidecar")?;
         for warning in StartupWarning::check(&app.config, &app.policy) {
             warning.log();
@@ -128,7 +136,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
                 tracing::warn!(%error, "Zabbix API not reachable yet; /readyz will say so")
             }
         }
-        reload_on_sighup(&app);
+        reload_on_sighup(&app, reconfigure);
         let server = Server::start(app)
             .await
             .context("cannot start the server")?;
@@ -168,9 +176,15 @@ fn stdio(cli: &cli::Cli) -> ExitCode {
         .env
         .entry("ZABBIX_MCP_GUARD_ALLOWED_IP".to_owned())
         .or_insert_with(|| "127.0.0.1".to_owned());
-    let Some(mut config) = load(sources) else {
+    let Some(mut config) = load(sources.clone()) else {
         return ExitCode::FAILURE;
     };
+    stdio_adjust(&mut config);
+    run(config, sources, cli.test_config, run_stdio)
+}
+
+/// What `stdio` changes in a loaded configuration.
+fn stdio_adjust(config: &mut Config) {
     if config.decision_log == DecisionLogSink::Stdout {
         config.decision_log = DecisionLogSink::File(PathBuf::from("/dev/stderr"));
         // Never rotate: that would rename /dev/stderr.
@@ -178,17 +192,17 @@ fn stdio(cli: &cli::Cli) -> ExitCode {
     }
     // One client for the life of the process: its initialize describes it.
     config.session_mode = SessionMode::Stateful;
-    run(config, cli.test_config, run_stdio)
 }
 
-fn run_stdio(config: Config) -> anyhow::Result<()> {
+fn run_stdio(config: Config, sources: Sources) -> anyhow::Result<()> {
     let token = stdio::token_from_env()?;
     let logging = telemetry::init(&config).context("cannot set up logging")?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
     let runtime = async_runtime(config.limits.worker_threads)?;
     runtime.block_on(async move {
+        let reconfigure = Reconfigure::new(sources, stdio_adjust, &config);
         let app = App::new(config).context("cannot set up the sidecar")?;
-        reload_on_sighup(&app);
+        reload_on_sighup(&app, reconfigure);
         stdio::run(app, token).await?;
         Ok(())
     })
@@ -213,22 +227,30 @@ fn async_runtime(workers: Option<NonZeroUsize>) -> anyhow::Result<tokio::runtime
         .context("cannot start the async runtime")
 }
 
-/// SIGHUP reloads the policy set now (the file watcher also picks changes up).
-fn reload_on_sighup(app: &std::sync::Arc<App>) {
+/// SIGHUP reloads the configuration (what can change live, see `reconfigure`) and the
+/// policy set now (the file watcher also picks policy changes up). Each logs its own
+/// outcome; a failure of one does not stop the other.
+fn reload_on_sighup(app: &std::sync::Arc<App>, reconfigure: Reconfigure) {
     #[cfg(unix)]
     {
         let app = app.clone();
         tokio::spawn(async move {
             let kind = tokio::signal::unix::SignalKind::hangup();
             let Ok(mut hangups) = tokio::signal::unix::signal(kind) else {
-                tracing::warn!("cannot listen for SIGHUP; policy reload by file watching only");
+                tracing::warn!(
+                    "cannot listen for SIGHUP; configuration reload off, policy reload by file watching only"
+                );
                 return;
             };
             while hangups.recv().await.is_some() {
+                tracing::info!(target: telemetry::LIFECYCLE_TARGET, "SIGHUP: reloading the configuration");
+                let _ = reconfigure.reload(&app).await;
                 if let Err(error) = app.policy.on_sighup().await {
                     tracing::error!(%error, "policy reload failed; the running policy is kept");
                 }
             }
         });
     }
+    #[cfg(not(unix))]
+    let _ = (app, reconfigure);
 }

@@ -46,7 +46,8 @@ pub async fn start(
     cancel: CancellationToken,
     tasks: &mut JoinSet<()>,
 ) -> Result<Vec<SocketAddr>, ServerError> {
-    let Some(config) = app.config.approval_page.clone() else {
+    let (Some(config), Some(peers)) = (app.config.approval_page.clone(), &app.approval_peers)
+    else {
         return Ok(Vec::new());
     };
     let page = Arc::new(Page {
@@ -67,7 +68,7 @@ pub async fn start(
                 app: app.clone(),
                 routes: Routes::ApprovalPage(page.clone()),
                 tls: tls.clone(),
-                allowed: config.allowed_ip.clone(),
+                allowed: peers.watch(),
                 shutdown: cancel.clone(),
                 slots: slots.clone(),
             },

@@ -4,6 +4,7 @@
 
 mod build;
 mod caller_limits;
+mod diff;
 mod error;
 mod file;
 mod image;
@@ -32,6 +33,7 @@ use ipnet::IpNet;
 use crate::exposure::ToolRule;
 
 pub use caller_limits::CallerLimits;
+pub use diff::changed;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
 pub use image::EnvContract;

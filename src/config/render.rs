@@ -36,7 +36,7 @@ pub fn render(config: &Config) -> String {
     out
 }
 
-fn value(config: &Config, param: Param) -> String {
+pub(super) fn value(config: &Config, param: Param) -> String {
     match param {
         Param::FrontendUrl => config.frontend_url.clone(),
         Param::AllowedIp => config.allowed_ip_raw.clone(),

@@ -4,7 +4,8 @@
 //!
 //! A set is cached per everything its input holds except the clock: the caller's identity
 //! (user, type, role, groups, token id), the client (address, name, version, protocol,
-//! elicitation modes), the Zabbix version, and the policy revision. A reload changes the
+//! elicitation modes), the Zabbix version, the policy revision and the exposure rules'
+//! generation. A reload changes the
 //! revision, so a set decided under an earlier policy is never served again; a set whose
 //! decisions came from two revisions (a reload during the list) is not cached at all.
 //! A reused set writes no line (its one line, with its `decision_id`, was written when it
@@ -83,7 +84,7 @@ impl ListDecisions {
             .revision()
             .map(|r| r.to_string())
             .unwrap_or_default();
-        let key = ListKey::new(subject, &revision);
+        let key = ListKey::new(subject, &revision, tools.exposure_generation);
         let mut fresh = None;
         // Concurrent identical lists wait for one evaluation instead of each running one.
         let cached = self.cache.optionally_get_with(key, || {
@@ -220,7 +221,7 @@ impl ListDecision {
 }
 
 impl ListKey {
-    fn new(subject: &Subject, revision: &str) -> Self {
+    fn new(subject: &Subject, revision: &str, exposure_generation: u64) -> Self {
         let caller = &subject.caller;
         let client = &subject.client;
         let mut key = KeyWriter(Vec::with_capacity(256));
@@ -237,6 +238,8 @@ impl ListKey {
         key.texts(&client.elicitation);
         key.text(&subject.zabbix.version);
         key.text(revision);
+        // The set's flags follow the order of one tool list: another exposure, another list.
+        key.0.extend_from_slice(&exposure_generation.to_le_bytes());
         Self(key.0.into_boxed_slice())
     }
 }
@@ -304,7 +307,7 @@ mod tests {
     fn key(change: impl FnOnce(&mut Subject)) -> ListKey {
         let mut subject = subject();
         change(&mut subject);
-        ListKey::new(&subject, "rev1")
+        ListKey::new(&subject, "rev1", 0)
     }
 
     #[test]
@@ -352,6 +355,7 @@ mod tests {
         for (what, other) in &changed {
             assert_ne!(&base, other, "{what}");
         }
-        assert_ne!(base, ListKey::new(&subject(), "rev2"), "revision");
+        assert_ne!(base, ListKey::new(&subject(), "rev2", 0), "revision");
+        assert_ne!(base, ListKey::new(&subject(), "rev1", 1), "exposure");
     }
 }

@@ -79,7 +79,7 @@ pub async fn read(
     };
     // A resource the policy denies does not exist for this caller, nor does one whose tool
     // the list phase hides from them.
-    let exposed = app.exposure.exposed_name(def.name);
+    let exposed = tools.exposure.exposed_name(def.name);
     if !gate::visible(app, tools, subject, &exposed) {
         return Err(resource_not_found(uri));
     }

@@ -10,6 +10,7 @@ use rmcp::service::{RequestContext, RoleServer};
 
 use crate::app::App;
 use crate::catalog::{self, Arguments, Behaviour, Query, ToolDef, args, params, schema};
+use crate::exposure::Exposure;
 use crate::hashing::FastMap;
 use crate::mcp::errors::ToolError;
 use crate::mcp::gate::{self, Ended, Outcome, Subject};
@@ -22,6 +23,9 @@ use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 /// The tools offered on one Zabbix version under the configured exposure, built once.
 pub struct ToolList {
     pub version: ZabbixVersion,
+    /// The exposure the list was built under, and its generation (`App::exposure`).
+    pub exposure: Arc<Exposure>,
+    pub exposure_generation: u64,
     pub tools: Vec<Tool>,
     /// Each tool of `tools` as JSON, written once: most of a list's cost was writing the
     /// same 22 definitions (their schemas above all) again for every `tools/list`.
@@ -31,15 +35,15 @@ pub struct ToolList {
 }
 
 impl ToolList {
-    pub fn build(app: &App, version: ZabbixVersion) -> ToolList {
+    pub fn build(exposure: &Arc<Exposure>, generation: u64, version: ZabbixVersion) -> ToolList {
         let output_schema = Arc::new(schema::read_output_schema());
         let mut tools = Vec::new();
         let mut by_exposed_name = FastMap::default();
         for def in catalog::all_tools() {
-            if !def.available_on(version) || !app.exposure.allows(def.name) {
+            if !def.available_on(version) || !exposure.allows(def.name) {
                 continue;
             }
-            let exposed = app.exposure.exposed_name(def.name);
+            let exposed = exposure.exposed_name(def.name);
             let effect = def.effect();
             let annotations = ToolAnnotations::with_title(def.title)
                 .read_only(def.is_read())
@@ -66,6 +70,8 @@ impl ToolList {
             .ok();
         ToolList {
             version,
+            exposure: exposure.clone(),
+            exposure_generation: generation,
             tools,
             json,
             by_exposed_name,

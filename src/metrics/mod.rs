@@ -17,6 +17,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -84,6 +85,19 @@ pub struct Metrics {
     zabbix_seconds: Family<MethodLabels, Histogram, fn() -> Histogram>,
     rate_limited: [Counter; RATE_SCOPES.len()],
     mcp_paths: [Counter; MCP_PATHS.len()],
+    /// `[ok, failed]`.
+    config_reloads: [Counter; 2],
+    config_restart_required: Gauge,
+}
+
+/// How a configuration reload ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigReload {
+    /// Read and validated; what can change live is in force. `restart_required`: the file
+    /// also changes parameters that wait for a restart.
+    Applied { restart_required: bool },
+    /// The file did not load: nothing of it was applied.
+    Failed,
 }
 
 /// Which code answered a stateless MCP request: the sidecar itself (`tools/list` and
@@ -131,6 +145,11 @@ struct OutcomeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScopeLabels {
     scope: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -236,6 +255,18 @@ impl Metrics {
                 path: path.as_str(),
             }),
         );
+        let config_reloads = counters(
+            &mut registry,
+            "config_reloads",
+            "Configuration reloads (SIGHUP) by result (ok, failed: nothing of the file was applied)",
+            ["ok", "failed"].map(|result| ResultLabels { result }),
+        );
+        let config_restart_required = Gauge::default();
+        registry.register(
+            "config_restart_required",
+            "1 when the configuration last reloaded changes parameters that take effect only at a restart",
+            config_restart_required.clone(),
+        );
         Metrics {
             registry,
             tool_calls,
@@ -246,6 +277,22 @@ impl Metrics {
             zabbix_seconds,
             rate_limited,
             mcp_paths,
+            config_reloads,
+            config_restart_required,
+        }
+    }
+
+    /// A configuration reload ended.
+    pub fn config_reload(&self, outcome: ConfigReload) {
+        match outcome {
+            ConfigReload::Applied { restart_required } => {
+                self.config_reloads[0].inc();
+                self.config_restart_required
+                    .set(i64::from(restart_required));
+            }
+            ConfigReload::Failed => {
+                self.config_reloads[1].inc();
+            }
         }
     }
 

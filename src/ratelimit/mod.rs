@@ -22,7 +22,7 @@ mod limits;
 mod memory;
 
 use std::num::NonZeroU32;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -40,11 +40,19 @@ pub const LEASE_TTL: Duration = Duration::from_secs(30);
 /// Leases are renewed this often while the call runs.
 const LEASE_RENEW: Duration = Duration::from_secs(10);
 
+/// The parameter ceilings, read together once per call.
+#[derive(Clone, Copy, Debug)]
+struct ParamLimits {
+    calls: Option<CallRate>,
+    concurrent: Option<NonZeroU32>,
+}
+
 /// Admits calls under the per-caller limits. One per app.
 pub struct RateLimiter {
     backend: Backend,
-    param_calls: Option<CallRate>,
-    param_concurrent: Option<NonZeroU32>,
+    /// `RateLimit` and `MaxConcurrent`; a configuration reload replaces them. A budget is
+    /// keyed by its value, so calls under a new value start a budget of their own.
+    params: RwLock<ParamLimits>,
     /// Refusals are counted here (`rate_limited_total{scope}`), where they are decided.
     metrics: Arc<Metrics>,
 }
@@ -124,19 +132,34 @@ impl RateLimiter {
         };
         RateLimiter {
             backend,
-            param_calls,
-            param_concurrent,
+            params: RwLock::new(ParamLimits {
+                calls: param_calls,
+                concurrent: param_concurrent,
+            }),
             metrics,
         }
     }
 
+    /// Puts new `RateLimit` / `MaxConcurrent` values in force for the calls that follow.
+    pub fn replace_params(&self, calls: Option<CallRate>, concurrent: Option<NonZeroU32>) {
+        let mut params = match self.params.write() {
+            Ok(params) => params,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *params = ParamLimits { calls, concurrent };
+    }
+
     /// The limits that apply to a call the policy decided with this `rate`.
     pub fn applied(&self, policy: Option<&crate::policy::RateLimits>) -> Applied {
+        let params = match self.params.read() {
+            Ok(params) => *params,
+            Err(poisoned) => *poisoned.into_inner(),
+        };
         Applied {
             policy_calls: policy.and_then(|p| p.calls),
             policy_concurrent: policy.and_then(|p| p.concurrent),
-            param_calls: self.param_calls,
-            param_concurrent: self.param_concurrent,
+            param_calls: params.calls,
+            param_concurrent: params.concurrent,
         }
     }
 

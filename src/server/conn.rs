@@ -28,6 +28,7 @@ use tokio_util::task::TaskTracker;
 use crate::app::App;
 use crate::approval_page::Page;
 use crate::config::Limits;
+use crate::server::peers::PeerWatch;
 use crate::server::routes::{self, Body, McpEndpoint};
 
 /// The most an HTTP/1 connection buffers (hyper's default is about 400 kB): request heads
@@ -41,6 +42,8 @@ pub(crate) struct ConnContext {
     pub app: Arc<App>,
     pub routes: Routes,
     pub tls: Option<TlsAcceptor>,
+    /// The listener's admitted peers: a connection whose peer a reload leaves out closes.
+    pub peers: PeerWatch,
     /// Server shutdown: connections finish their requests and close.
     pub shutdown: CancellationToken,
     pub tracker: TaskTracker,
@@ -92,6 +95,8 @@ enum Closed {
     Done,
     Idle,
     Shutdown,
+    /// A reload took the peer's address out of `AllowedIP` (or `ApprovalAllowedIP`).
+    NoLongerAllowed,
 }
 
 impl Drop for ActiveGuard {
@@ -208,6 +213,7 @@ where
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
     let mut closing: Option<(Closed, Instant)> = None;
+    let mut peers = Some(ctx.peers.clone());
     loop {
         let idle_deadline = {
             let a = *watchdog.borrow_and_update();
@@ -230,6 +236,20 @@ where
                 connection.as_mut().graceful_shutdown();
                 closing = Some((Closed::Idle, Instant::now() + limits.header));
             }
+            changed = peer_list_changed(&mut peers), if closing.is_none() && peers.is_some() => {
+                let admitted = match (changed, peers.as_mut()) {
+                    (Some(()), Some(watch)) => watch.still_admits(peer),
+                    _ => {
+                        peers = None;
+                        true
+                    }
+                };
+                if !admitted {
+                    tracing::info!(client.address = %peer, "connection closed: its address is no longer allowed");
+                    connection.as_mut().graceful_shutdown();
+                    closing = Some((Closed::NoLongerAllowed, Instant::now() + super::SHUTDOWN_GRACE));
+                }
+            }
             () = ctx.shutdown.cancelled(), if closing.is_none() => {
                 connection.as_mut().graceful_shutdown();
                 closing = Some((Closed::Shutdown, Instant::now() + super::SHUTDOWN_GRACE));
@@ -239,6 +259,13 @@ where
                 return closing.map_or(Closed::Done, |(why, _)| why);
             }
         }
+    }
+}
+
+async fn peer_list_changed(peers: &mut Option<PeerWatch>) -> Option<()> {
+    match peers {
+        Some(watch) => watch.changed().await,
+        None => std::future::pending().await,
     }
 }
 

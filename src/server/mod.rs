@@ -10,6 +10,7 @@ mod gate;
 pub mod guard;
 pub mod hangup;
 pub(crate) mod malformed;
+pub mod peers;
 mod ready;
 pub(crate) mod rejected;
 pub mod routes;
@@ -114,7 +115,7 @@ impl Server {
                     app: app.clone(),
                     routes: Routes::Mcp(Arc::new(endpoint.clone())),
                     tls: tls.clone(),
-                    allowed: app.config.allowed_ip.clone(),
+                    allowed: app.allowed_peers.watch(),
                     shutdown: cancel.clone(),
                     slots: slots.clone(),
                 },
@@ -321,8 +322,8 @@ pub(crate) struct Listener {
     pub app: Arc<App>,
     pub routes: Routes,
     pub tls: Option<tokio_rustls::TlsAcceptor>,
-    /// Peers allowed to connect (`AllowedIP`, `ApprovalAllowedIP`).
-    pub allowed: Vec<ipnet::IpNet>,
+    /// Peers allowed to connect (`AllowedIP`, `ApprovalAllowedIP`), as reloads change them.
+    pub allowed: peers::PeerWatch,
     /// Stops accepting; connections then drain.
     pub shutdown: CancellationToken,
     /// The `MaxConnections` slots this listener draws from.
@@ -344,6 +345,7 @@ pub(crate) async fn serve_listener(listener: TcpListener, spec: Listener) {
         app: app.clone(),
         routes,
         tls,
+        peers: allowed.clone(),
         shutdown,
         tracker: TaskTracker::new(),
     };
@@ -360,7 +362,7 @@ pub(crate) async fn serve_listener(listener: TcpListener, spec: Listener) {
                 }
             },
         };
-        if !guard::peer_allowed(&allowed, peer.ip()) {
+        if !allowed.admits(peer.ip()) {
             tracing::info!(listener = name, client.address = %peer.ip(), "connection refused: not an allowed IP");
             drop(stream);
             continue;
