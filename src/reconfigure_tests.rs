@@ -2,6 +2,7 @@
 //! for a restart, and a file that does not load.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::{Reconfigure, Reloaded};
 use crate::app::App;
@@ -10,13 +11,17 @@ use crate::scratch::Scratch;
 
 const BASE: &str = "FrontendURL=http://127.0.0.1:9/\nDecisionLog=/dev/null\n";
 
-fn sources(file: PathBuf) -> Sources {
-    Sources {
+/// An app started from `file`, and its reloader.
+fn start(file: PathBuf) -> (Reconfigure, Arc<App>) {
+    let sources = Sources {
         config_file: Some(file),
         env: Default::default(),
         flags: Vec::new(),
         env_contract: EnvContract::Guard,
-    }
+    };
+    let config = Config::load(&sources).expect("valid");
+    let reconfigure = Reconfigure::new(sources, |_| {}, &config);
+    (reconfigure, App::new(config).expect("app"))
 }
 
 #[tokio::test]
@@ -26,10 +31,7 @@ async fn a_reload_applies_the_live_parameters_and_names_the_rest() {
         "guard.conf",
         &format!("{BASE}AllowedIP=127.0.0.1\nTimeout=10\nToolPrefix=zbx_\n"),
     );
-    let sources = sources(file);
-    let config = Config::load(&sources).expect("valid");
-    let reconfigure = Reconfigure::new(sources, |_| {}, &config);
-    let app = App::new(config).expect("app");
+    let (reconfigure, app) = start(file);
     let me = "127.0.0.1".parse().expect("ip");
     assert!(app.allowed_peers.admits(me));
     let (_, generation) = app.exposure();
@@ -70,10 +72,7 @@ async fn a_reload_applies_the_live_parameters_and_names_the_rest() {
 async fn a_file_that_does_not_load_changes_nothing() {
     let dir = Scratch::new("reconfigure-bad");
     let file = dir.write("guard.conf", &format!("{BASE}AllowedIP=127.0.0.1\n"));
-    let sources = sources(file);
-    let config = Config::load(&sources).expect("valid");
-    let reconfigure = Reconfigure::new(sources, |_| {}, &config);
-    let app = App::new(config).expect("app");
+    let (reconfigure, app) = start(file);
     // A valid AllowedIP next to a rule that does not compile: neither is applied.
     dir.write(
         "guard.conf",
@@ -97,10 +96,7 @@ async fn the_approval_page_peers_reload_when_the_page_runs() {
         "guard.conf",
         &format!("{BASE}AllowedIP=127.0.0.1\n{page}ApprovalAllowedIP=127.0.0.1\n"),
     );
-    let sources = sources(file);
-    let config = Config::load(&sources).expect("valid");
-    let reconfigure = Reconfigure::new(sources, |_| {}, &config);
-    let app = App::new(config).expect("app");
+    let (reconfigure, app) = start(file);
     let peers = app.approval_peers.as_ref().expect("the page runs");
     assert!(peers.admits("127.0.0.1".parse().expect("ip")));
     dir.write(
