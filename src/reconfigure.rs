@@ -8,7 +8,8 @@
 //!   under way are answered;
 //! - the exposure rules (`AllowTool`, `DenyTool`, `AllowToolRegexp`, `DenyToolRegexp`):
 //!   the next `tools/list` and every call after the reload see the new tool set;
-//! - `RateLimit` and `MaxConcurrent`, for the calls that follow.
+//! - `RateLimit` and `MaxConcurrent`, for the calls that follow;
+//! - `DebugLevel`, for the lines logged from then on (not when `RUST_LOG` sets the filter).
 //!
 //! A reload keeps open connections, stateful sessions and pending approvals, which a
 //! restart (with the memory store) loses. Every other parameter takes effect at the next
@@ -22,15 +23,17 @@ use crate::app::App;
 use crate::config::{self, Config, ConfigError, Param, Sources};
 use crate::exposure::Exposure;
 use crate::metrics::ConfigReload;
+use crate::telemetry;
 
 /// What a reload puts in force without a restart.
-pub const LIVE: [Param; 8] = [
+pub const LIVE: [Param; 9] = [
     Param::AllowedIp,
     Param::ApprovalAllowedIp,
     Param::AllowTool,
     Param::DenyTool,
     Param::AllowToolRegexp,
     Param::DenyToolRegexp,
+    Param::DebugLevel,
     Param::RateLimit,
     Param::MaxConcurrent,
 ];
@@ -129,10 +132,11 @@ impl Reconfigure {
 }
 
 /// Whether `param` of `new` can be put in force in this app: `ApprovalAllowedIP` only
-/// when the approval page runs and stays on.
+/// when the approval page runs and stays on, `DebugLevel` only when it sets the filter.
 fn can_apply(app: &App, new: &Config, param: Param) -> bool {
     match param {
         Param::ApprovalAllowedIp => app.approval_peers.is_some() && new.approval_page.is_some(),
+        Param::DebugLevel => telemetry::debug_level_reloadable(),
         _ => LIVE.contains(&param),
     }
 }
@@ -156,6 +160,7 @@ fn apply(app: &App, new: &Config, param: Param) -> bool {
             let (current, _) = app.exposure();
             app.replace_exposure(Exposure::new(current.prefix(), new.tool_rules.clone()));
         }
+        Param::DebugLevel => return telemetry::set_debug_level(new.debug_level),
         Param::RateLimit | Param::MaxConcurrent => app.limiter.replace_params(
             new.caller_limits.rate_limit,
             new.caller_limits.max_concurrent,

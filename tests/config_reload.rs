@@ -1,6 +1,6 @@
 //! `systemctl reload` (SIGHUP) of the real binary against the 7.0 lab: the configuration
-//! file is read again; `AllowedIP`, the exposure rules and `RateLimit` take effect without a
-//! restart, for the official MCP Python SDK and for rmcp on a connection opened before;
+//! file is read again; `AllowedIP`, the exposure rules, `DebugLevel` and `RateLimit` take
+//! effect without a restart, for the official MCP Python SDK and for rmcp on a connection opened before;
 //! a parameter that needs a restart is named; a file that does not load changes nothing.
 
 mod common;
@@ -168,14 +168,14 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
     let mut kept = connect_from("127.0.0.2", ports.0).await;
     assert_eq!(list_over(&mut kept, ports.0, &lab.token).await, Some(200));
 
-    // The reload: 127.0.0.2 out, host_get denied, one call a minute, and a Timeout that
-    // waits for a restart.
-    write("AllowedIP=127.0.0.1\nDenyTool=host_get\nRateLimit=1/60\nTimeout=20\n");
+    // The reload: 127.0.0.2 out, host_get denied, one call a minute, debug lines, and a
+    // Timeout that waits for a restart.
+    write("AllowedIP=127.0.0.1\nDenyTool=host_get\nRateLimit=1/60\nTimeout=20\nDebugLevel=4\n");
     hangup(&child.0);
     logged(&dir, "configuration reloaded", 1).await;
     let text = std::fs::read_to_string(dir.join("guard.log")).expect("log");
     assert!(
-        text.contains("applied=AllowedIP,DenyTool,RateLimit")
+        text.contains("applied=AllowedIP,DenyTool,DebugLevel,RateLimit")
             && text.contains("restart_required=Timeout"),
         "{text}"
     );
@@ -223,6 +223,14 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
         error.to_string().contains("unknown tool: host_get"),
         "{error}"
     );
+
+    // DebugLevel=4: debug lines from the reload on (none before it).
+    let text = std::fs::read_to_string(dir.join("guard.log")).expect("log");
+    let (before_reload, after_reload) = text
+        .split_once("configuration reloaded")
+        .expect("the reload's line");
+    assert!(!before_reload.contains(" DEBUG "), "{before_reload}");
+    assert!(after_reload.contains(" DEBUG "), "{after_reload}");
 
     let metrics = common::metrics::scrape(&status).await;
     assert_eq!(metrics.get("config_reloads_total{result=\"ok\"}"), 1.0);

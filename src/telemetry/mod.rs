@@ -10,7 +10,8 @@
 //!
 //! Every failure of a destination is said once on stderr, and the records it could
 //! not take go to stderr, so none is lost. `DebugLevel` picks the filter (see
-//! [`filter_for_debug_level`]); `RUST_LOG`, when set, replaces it.
+//! [`filter_for_debug_level`]), and a configuration reload may pick another
+//! ([`set_debug_level`]); `RUST_LOG`, when set, replaces it.
 
 pub(crate) mod fallback;
 mod fields;
@@ -22,9 +23,10 @@ mod syslog;
 use std::fmt;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tracing_subscriber::filter::{FilterExt, ParseError};
+use tracing_subscriber::reload;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -54,6 +56,10 @@ pub enum TelemetryError {
     #[error("logging is already set up in this process")]
     AlreadyInitialized,
 }
+
+/// The filter of the subscriber this module installed, when `DebugLevel` chose it (not
+/// `RUST_LOG`): what [`set_debug_level`] replaces.
+static DEBUG_LEVEL_FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
 /// Keeps the log destination open; hold it until the process exits. Records are
 /// written synchronously, so dropping it early loses nothing today, but a buffered
@@ -95,20 +101,49 @@ pub fn try_init_console(debug_level: u8) -> Result<TelemetryGuard, TelemetryErro
     install(Sink::Stderr, debug_level, false)
 }
 
+/// Whether [`set_debug_level`] can change what is logged: logging was set up here and
+/// `DebugLevel`, not `RUST_LOG`, chose the filter.
+pub fn debug_level_reloadable() -> bool {
+    DEBUG_LEVEL_FILTER.get().is_some()
+}
+
+/// Puts `DebugLevel` `level` in force for every line from now on; false (nothing changed)
+/// when it cannot be (see [`debug_level_reloadable`]).
+pub fn set_debug_level(level: u8) -> bool {
+    DEBUG_LEVEL_FILTER.get().is_some_and(|handle| {
+        handle
+            .reload(EnvFilter::new(filter_for_debug_level(level)))
+            .is_ok()
+    })
+}
+
 fn install(sink: Sink, debug_level: u8, strict: bool) -> Result<TelemetryGuard, TelemetryError> {
     let rust_log = std::env::var("RUST_LOG").ok();
+    let from_rust_log = rust_log.as_deref().is_some_and(|spec| !spec.trim().is_empty());
     let filter = filter::build(debug_level, rust_log.as_deref())?;
+    // Behind a reload handle: a filter whose callsites' interest is cached, as before, and
+    // rebuilt when a reload replaces it; each span and event then takes a read lock.
+    let (filter, handle) = reload::Layer::new(filter);
     let sink = Arc::new(sink);
     let installed = subscriber(Arc::clone(&sink), filter).try_init();
     match installed {
         Err(_) if strict => Err(TelemetryError::AlreadyInitialized),
-        _ => Ok(TelemetryGuard { sink }),
+        Err(_) => Ok(TelemetryGuard { sink }),
+        Ok(()) => {
+            if !from_rust_log {
+                let _ = DEBUG_LEVEL_FILTER.set(handle);
+            }
+            Ok(TelemetryGuard { sink })
+        }
     }
 }
 
 /// The fmt layer for a sink: timestamps except for syslog (the daemon adds its own),
 /// colours only for a terminal, fields as `DefaultFields` writes them ([`PlainFields`]).
-fn subscriber(sink: Arc<Sink>, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync {
+fn subscriber(
+    sink: Arc<Sink>,
+    filter: reload::Layer<EnvFilter, Registry>,
+) -> impl tracing::Subscriber + Send + Sync {
     let writer = SharedSink(Arc::clone(&sink));
     let layer: Box<dyn Layer<Registry> + Send + Sync> = match &*sink {
         Sink::Stderr => tracing_subscriber::fmt::layer()
