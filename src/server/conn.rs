@@ -213,7 +213,9 @@ where
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
     let mut closing: Option<(Closed, Instant)> = None;
-    let mut peers = Some(ctx.peers.clone());
+    // Armed once per connection and again after each change: a future made anew on every
+    // turn of this loop would register with the watch for every request.
+    let mut peer_change = ctx.peers.clone().next_change();
     loop {
         let idle_deadline = {
             let a = *watchdog.borrow_and_update();
@@ -236,18 +238,16 @@ where
                 connection.as_mut().graceful_shutdown();
                 closing = Some((Closed::Idle, Instant::now() + limits.header));
             }
-            changed = peer_list_changed(&mut peers), if closing.is_none() && peers.is_some() => {
-                let admitted = match (changed, peers.as_mut()) {
-                    (Some(()), Some(watch)) => watch.still_admits(peer),
-                    _ => {
-                        peers = None;
-                        true
+            changed = &mut peer_change, if closing.is_none() => {
+                match changed {
+                    Some(watch) if !watch.admits(peer) => {
+                        tracing::info!(client.address = %peer, "connection closed: its address is no longer allowed");
+                        connection.as_mut().graceful_shutdown();
+                        closing = Some((Closed::NoLongerAllowed, Instant::now() + super::SHUTDOWN_GRACE));
                     }
-                };
-                if !admitted {
-                    tracing::info!(client.address = %peer, "connection closed: its address is no longer allowed");
-                    connection.as_mut().graceful_shutdown();
-                    closing = Some((Closed::NoLongerAllowed, Instant::now() + super::SHUTDOWN_GRACE));
+                    Some(watch) => peer_change = watch.next_change(),
+                    // The list can no longer change.
+                    None => peer_change = Box::pin(std::future::pending()),
                 }
             }
             () = ctx.shutdown.cancelled(), if closing.is_none() => {
@@ -259,13 +259,6 @@ where
                 return closing.map_or(Closed::Done, |(why, _)| why);
             }
         }
-    }
-}
-
-async fn peer_list_changed(peers: &mut Option<PeerWatch>) -> Option<()> {
-    match peers {
-        Some(watch) => watch.changed().await,
-        None => std::future::pending().await,
     }
 }
 

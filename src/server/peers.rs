@@ -3,7 +3,9 @@
 //! checked against it at accept, and every open connection is told, so that one whose
 //! peer the new list leaves out is closed (its requests under way finish first).
 
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use ipnet::IpNet;
@@ -14,6 +16,9 @@ use crate::server::guard;
 /// One listener's admitted addresses; every connection of the listener watches it.
 #[derive(Debug)]
 pub struct AllowedPeers(watch::Sender<Arc<[IpNet]>>);
+
+/// The next change of a list, owning the watch it hands back (`None`: no more changes).
+pub(crate) type NextChange = Pin<Box<dyn Future<Output = Option<PeerWatch>> + Send>>;
 
 /// What one connection (or the accept loop) holds to read the current list.
 #[derive(Clone, Debug)]
@@ -55,9 +60,9 @@ impl PeerWatch {
         self.0.changed().await.ok()
     }
 
-    /// Whether the list as it is now (marking it seen) admits `peer`.
-    pub(crate) fn still_admits(&mut self, peer: IpAddr) -> bool {
-        guard::peer_allowed(&self.0.borrow_and_update(), peer)
+    /// [`PeerWatch::changed`] as one owned future, to keep across the turns of a loop.
+    pub(crate) fn next_change(mut self) -> NextChange {
+        Box::pin(async move { self.changed().await.map(|()| self) })
     }
 }
 
@@ -76,7 +81,7 @@ mod tests {
         let other: Vec<ipnet::IpNet> = vec!["10.0.0.0/8".parse().expect("net")];
         assert!(peers.replace(&other));
         assert_eq!(watch.changed().await, Some(()));
-        assert!(!watch.still_admits(me));
+        assert!(!watch.admits(me));
         assert!(!peers.admits(me));
         assert!(peers.admits("10.1.2.3".parse().expect("ip")));
     }

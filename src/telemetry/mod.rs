@@ -26,8 +26,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use tracing_subscriber::filter::{FilterExt, ParseError};
-use tracing_subscriber::reload;
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::reload;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
@@ -119,7 +119,9 @@ pub fn set_debug_level(level: u8) -> bool {
 
 fn install(sink: Sink, debug_level: u8, strict: bool) -> Result<TelemetryGuard, TelemetryError> {
     let rust_log = std::env::var("RUST_LOG").ok();
-    let from_rust_log = rust_log.as_deref().is_some_and(|spec| !spec.trim().is_empty());
+    let from_rust_log = rust_log
+        .as_deref()
+        .is_some_and(|spec| !spec.trim().is_empty());
     let filter = filter::build(debug_level, rust_log.as_deref())?;
     // Behind a reload handle: a filter whose callsites' interest is cached, as before, and
     // rebuilt when a reload replaces it; each span and event then takes a read lock.

@@ -47,13 +47,25 @@ fn file_records_are_plain_text_lines() {
         format!("file \"{}\", rotated at 2 MB", path.display())
     );
     let filter = super::filter::build(3, None).expect("filter");
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     tracing::subscriber::with_default(subscriber(sink, filter), || {
         tracing::info!(target: "zabbix_mcp_guard::server", address = "127.0.0.1:8080", "listening");
         tracing::debug!(target: "zabbix_mcp_guard::server", "not at DebugLevel=3");
+        // What a reload to DebugLevel=4 does (set_debug_level, on the global subscriber).
+        handle
+            .reload(tracing_subscriber::EnvFilter::new(
+                super::filter_for_debug_level(4),
+            ))
+            .expect("reloaded");
+        tracing::debug!(target: "zabbix_mcp_guard::server", "at DebugLevel=4");
     });
     let text = std::fs::read_to_string(&path).expect("log written");
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[1].contains(" DEBUG zabbix_mcp_guard::server: at DebugLevel=4"),
+        "{text}"
+    );
     assert!(
         lines[0].contains(" INFO zabbix_mcp_guard::server: listening address=\"127.0.0.1:8080\""),
         "{text}"
