@@ -88,7 +88,9 @@ pub enum StoreError {
     Full,
     /// The caller's user has `max` approvals waiting already (`MaxPendingApprovals`).
     #[error(
-        "{max} approvals of this Zabbix user are waiting already (MaxPendingApprovals): wait until the approvers decide them or they expire; nothing was sent to Zabbix"
+        "{max} {approvals} of this Zabbix user {are} waiting already (MaxPendingApprovals): wait until the approvers decide them or they expire; nothing was sent to Zabbix",
+        approvals = if *max == 1 { "approval" } else { "approvals" },
+        are = if *max == 1 { "is" } else { "are" }
     )]
     CallerFull { max: usize },
     #[error("SharedStore must be memory or a redis:// or rediss:// URL: {0}")]

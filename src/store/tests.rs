@@ -300,3 +300,17 @@ fn bad_store_urls_are_refused_without_echoing_secrets() {
         .expect("refused");
     assert!(!error.to_string().contains("secret"), "{error}");
 }
+
+#[test]
+fn the_caller_full_message_counts_in_words() {
+    assert!(
+        StoreError::CallerFull { max: 1 }
+            .to_string()
+            .starts_with("1 approval of this Zabbix user is waiting already")
+    );
+    assert!(
+        StoreError::CallerFull { max: 20 }
+            .to_string()
+            .starts_with("20 approvals of this Zabbix user are waiting already")
+    );
+}
