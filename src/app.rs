@@ -2,7 +2,7 @@
 //! caller cache, tool exposure, and the tool list built for the Zabbix version in use.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::config::{self, Config};
@@ -203,24 +203,17 @@ impl App {
     /// The exposure in force and its generation.
     pub fn exposure(&self) -> (Arc<Exposure>, u64) {
         // Read under the lock, so the pair always belongs together.
-        match self.exposure.read() {
-            Ok(exposure) => (
-                exposure.clone(),
-                self.exposure_generation.load(Ordering::Acquire),
-            ),
-            Err(poisoned) => (
-                poisoned.into_inner().clone(),
-                self.exposure_generation.load(Ordering::Acquire),
-            ),
-        }
+        let exposure = self.exposure.read().unwrap_or_else(PoisonError::into_inner);
+        let generation = self.exposure_generation.load(Ordering::Acquire);
+        (exposure.clone(), generation)
     }
 
     /// Puts new exposure rules in force: tool lists are built again on their next use.
     pub(crate) fn replace_exposure(&self, exposure: Exposure) {
-        let mut slot = match self.exposure.write() {
-            Ok(slot) => slot,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut slot = self
+            .exposure
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         *slot = Arc::new(exposure);
         self.exposure_generation.fetch_add(1, Ordering::AcqRel);
     }

@@ -22,7 +22,7 @@ mod limits;
 mod memory;
 
 use std::num::NonZeroU32;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -142,19 +142,13 @@ impl RateLimiter {
 
     /// Puts new `RateLimit` / `MaxConcurrent` values in force for the calls that follow.
     pub fn replace_params(&self, calls: Option<CallRate>, concurrent: Option<NonZeroU32>) {
-        let mut params = match self.params.write() {
-            Ok(params) => params,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *params = ParamLimits { calls, concurrent };
+        *self.params.write().unwrap_or_else(PoisonError::into_inner) =
+            ParamLimits { calls, concurrent };
     }
 
     /// The limits that apply to a call the policy decided with this `rate`.
     pub fn applied(&self, policy: Option<&crate::policy::RateLimits>) -> Applied {
-        let params = match self.params.read() {
-            Ok(params) => *params,
-            Err(poisoned) => *poisoned.into_inner(),
-        };
+        let params = *self.params.read().unwrap_or_else(PoisonError::into_inner);
         Applied {
             policy_calls: policy.and_then(|p| p.calls),
             policy_concurrent: policy.and_then(|p| p.concurrent),
