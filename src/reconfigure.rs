@@ -118,21 +118,22 @@ impl Reconfigure {
         let mut applied = self.applied.lock().await;
         let mut done = Reloaded::default();
         for param in config::changed(&applied, &new) {
-            if LIVE.contains(&param) && apply(app, &new, param) {
+            if apply(app, &new, param) {
                 done.applied.push(param);
             }
         }
         done.restart_required = config::changed(&app.config, &new)
             .into_iter()
-            .filter(|param| !LIVE.contains(param) || !can_apply(app, &new, *param))
+            .filter(|param| !can_apply(app, &new, *param))
             .collect();
         *applied = new;
         Ok(done)
     }
 }
 
-/// Whether `param` of `new` can be put in force in this app: `ApprovalAllowedIP` only
-/// when the approval page runs and stays on, `DebugLevel` only when it sets the filter.
+/// Whether `param` of `new` can be put in force in this app: one of [`LIVE`];
+/// `ApprovalAllowedIP` only when the approval page runs and stays on, `DebugLevel` only
+/// when it sets the filter.
 fn can_apply(app: &App, new: &Config, param: Param) -> bool {
     match param {
         Param::ApprovalAllowedIp => app.approval_peers.is_some() && new.approval_page.is_some(),
