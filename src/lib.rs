@@ -30,6 +30,7 @@ pub mod response;
 #[cfg(test)]
 pub(crate) mod scratch;
 pub mod server;
+pub mod service_manager;
 pub(crate) mod simd;
 pub mod startup;
 pub mod stdio;

@@ -3,6 +3,7 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use zabbix_mcp_guard::app::App;
@@ -13,6 +14,7 @@ use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::preflight::{self, Finding};
 use zabbix_mcp_guard::reconfigure::Reconfigure;
 use zabbix_mcp_guard::server::Server;
+use zabbix_mcp_guard::service_manager::{self, NotifyEnv, ServiceManager};
 use zabbix_mcp_guard::startup::StartupWarning;
 use zabbix_mcp_guard::stdio;
 use zabbix_mcp_guard::telemetry;
@@ -98,6 +100,11 @@ fn policy(command: PolicyCommand, default_dir: Option<&str>) -> ExitCode {
 }
 
 fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
+    // Before anything else: a malformed NOTIFY_SOCKET stops the start with its name.
+    let manager = Arc::new(ServiceManager::open(
+        &NotifyEnv::current(),
+        std::process::id(),
+    )?);
     let logging = telemetry::init(&config).context("cannot set up logging")?;
     // Dropped after the runtime finishes: the PID file is removed on a clean exit.
     let _pid_file = config
@@ -136,36 +143,55 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
                 tracing::warn!(%error, "Zabbix API not reachable yet; /readyz will say so")
             }
         }
-        reload_on_sighup(&app, reconfigure);
+        // Every signal is listened for before the manager hears READY=1 and may send one.
+        reload_on_sighup(&app, reconfigure, manager.clone());
+        let shutdown = shutdown_signal(manager.clone())?;
         let server = Server::start(app)
             .await
             .context("cannot start the server")?;
-        server.run_until(shutdown_signal()).await;
+        manager.ready(service_manager::serving(&server));
+        let watchdog = manager.spawn_watchdog();
+        if manager.is_active() {
+            tracing::info!(
+                target: telemetry::LIFECYCLE_TARGET,
+                watchdog_every_ms = manager.watchdog_every().map(|d| d.as_millis()),
+                "service manager notified: ready"
+            );
+        }
+        server.run_until(shutdown).await;
+        if let Some(watchdog) = watchdog {
+            watchdog.abort();
+        }
         Ok(())
     })
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
+/// SIGTERM or SIGINT, listened for from now on; the manager hears STOPPING=1 when one
+/// comes.
+#[cfg(unix)]
+fn shutdown_signal(
+    manager: Arc<ServiceManager>,
+) -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    Ok(async move {
         tokio::select! {
-            _ = ctrl_c => {},
             _ = term.recv() => {},
+            _ = interrupt.recv() => {},
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+        manager.stopping();
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal(
+    manager: Arc<ServiceManager>,
+) -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    Ok(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        manager.stopping();
+    })
 }
 
 /// `stdio`: the configuration as for `serve` (AllowedIP, unused here, defaults to
@@ -202,7 +228,7 @@ fn run_stdio(config: Config, sources: Sources) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let reconfigure = Reconfigure::new(sources, stdio_adjust, &config);
         let app = App::new(config).context("cannot set up the sidecar")?;
-        reload_on_sighup(&app, reconfigure);
+        reload_on_sighup(&app, reconfigure, Arc::new(ServiceManager::none()));
         stdio::run(app, token).await?;
         Ok(())
     })
@@ -229,28 +255,33 @@ fn async_runtime(workers: Option<NonZeroUsize>) -> anyhow::Result<tokio::runtime
 
 /// SIGHUP reloads the configuration (what can change live, see `reconfigure`) and the
 /// policy set now (the file watcher also picks policy changes up). Each logs its own
-/// outcome; a failure of one does not stop the other.
-fn reload_on_sighup(app: &std::sync::Arc<App>, reconfigure: Reconfigure) {
+/// outcome; a failure of one does not stop the other. The service manager hears
+/// RELOADING=1 before and READY=1 after, with the outcome in STATUS=. The signal is
+/// listened for before this returns.
+fn reload_on_sighup(app: &Arc<App>, reconfigure: Reconfigure, manager: Arc<ServiceManager>) {
     #[cfg(unix)]
     {
+        let kind = tokio::signal::unix::SignalKind::hangup();
+        let Ok(mut hangups) = tokio::signal::unix::signal(kind) else {
+            tracing::warn!(
+                "cannot listen for SIGHUP; configuration reload off, policy reload by file watching only"
+            );
+            return;
+        };
         let app = app.clone();
         tokio::spawn(async move {
-            let kind = tokio::signal::unix::SignalKind::hangup();
-            let Ok(mut hangups) = tokio::signal::unix::signal(kind) else {
-                tracing::warn!(
-                    "cannot listen for SIGHUP; configuration reload off, policy reload by file watching only"
-                );
-                return;
-            };
             while hangups.recv().await.is_some() {
                 tracing::info!(target: telemetry::LIFECYCLE_TARGET, "SIGHUP: reloading the configuration");
-                let _ = reconfigure.reload(&app).await;
-                if let Err(error) = app.policy.on_sighup().await {
+                manager.reloading();
+                let config = reconfigure.reload(&app).await;
+                let policy = app.policy.on_sighup().await;
+                if let Err(error) = &policy {
                     tracing::error!(%error, "policy reload failed; the running policy is kept");
                 }
+                manager.reloaded(&service_manager::reload_outcome(&config, &policy));
             }
         });
     }
     #[cfg(not(unix))]
-    let _ = (app, reconfigure);
+    let _ = (app, reconfigure, manager);
 }

@@ -57,6 +57,18 @@ pub struct Reloaded {
     pub restart_required: Vec<Param>,
 }
 
+impl std::fmt::Display for Reloaded {
+    /// `applied AllowedIP,DenyTool; restart required for none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "applied {}, restart required for {}",
+            names(&self.applied),
+            names(&self.restart_required)
+        )
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReconfigureError {
     #[error(transparent)]

@@ -32,24 +32,6 @@ fn write_config(path: &Path, lab: &common::Lab, ports: (u16, u16), dir: &Path, e
     std::fs::rename(&aside, path).expect("config in place");
 }
 
-/// The sidecar, killed if the test fails before it is stopped.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn hangup(child: &std::process::Child) {
-    let sent = std::process::Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(sent.success());
-}
-
 fn log_count(dir: &Path, what: &str) -> usize {
     std::fs::read_to_string(dir.join("guard.log"))
         .unwrap_or_default()
@@ -145,7 +127,7 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
     let ports = (common::free_port(), common::free_port());
     let write = |extra: &str| write_config(&conf, &lab, ports, &dir, extra);
     write("AllowedIP=127.0.0.1,127.0.0.2\nTimeout=10\n");
-    let mut child = Running(
+    let mut child = common::Running(
         std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
             .arg("-c")
             .arg(&conf)
@@ -171,7 +153,7 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
     // The reload: 127.0.0.2 out, host_get denied, one call a minute, debug lines, and a
     // Timeout that waits for a restart.
     write("AllowedIP=127.0.0.1\nDenyTool=host_get\nRateLimit=1/60\nTimeout=20\nDebugLevel=4\n");
-    hangup(&child.0);
+    common::signal(&child.0, "HUP");
     logged(&dir, "configuration reloaded", 1).await;
     let text = std::fs::read_to_string(dir.join("guard.log")).expect("log");
     assert!(
@@ -238,7 +220,7 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
 
     // A file that does not load: nothing of it applies, not even its valid AllowedIP.
     write("AllowedIP=127.0.0.1,127.0.0.2\nDenyToolRegexp=(unclosed\n");
-    hangup(&child.0);
+    common::signal(&child.0, "HUP");
     logged(&dir, "configuration reload failed", 1).await;
     let text = std::fs::read_to_string(dir.join("guard.log")).expect("log");
     assert!(text.contains("DenyToolRegexp"), "{text}");
@@ -251,7 +233,7 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
 
     // Back to the first file: everything as at start, nothing waiting for a restart.
     write("AllowedIP=127.0.0.1,127.0.0.2\nTimeout=10\n");
-    hangup(&child.0);
+    common::signal(&child.0, "HUP");
     logged(&dir, "configuration reloaded", 2).await;
     let mut back = connect_from("127.0.0.2", ports.0).await;
     assert_eq!(list_over(&mut back, ports.0, &lab.token).await, Some(200));

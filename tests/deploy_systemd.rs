@@ -1,5 +1,6 @@
-//! deploy/systemd: the unit passes `systemd-analyze verify`, keeps its hardening, and
-//! the packaged configuration reads the seal key from systemd's credentials directory.
+//! deploy/systemd: the unit passes `systemd-analyze verify`, keeps its hardening and its
+//! readiness and watchdog settings, and the packaged configuration reads the seal key from
+//! systemd's credentials directory.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,6 +59,9 @@ fn unit_is_hardened() {
         "CapabilityBoundingSet=",
         "AmbientCapabilities=",
         "LoadCredential=seal-key:/etc/zabbix/mcp-guard/seal-key",
+        // tests/service_manager.rs: what the binary sends for these two.
+        "Type=notify",
+        "WatchdogSec=30s",
     ] {
         assert!(lines.contains(&wanted), "the unit lacks {wanted}");
     }

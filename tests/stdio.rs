@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use rmcp::ServiceExt;
@@ -46,22 +46,12 @@ fn binary(lab: &common::Lab, token: Option<&str>, policies: &Path) -> Command {
     command
 }
 
-/// Ends the child on every exit path of the test.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_spawned_rmcp_client_calls_tools_over_stdio() {
     common::init();
     let lab = common::lab(7);
     let stderr_path = common::temp_path("stdio.stderr");
-    let mut child = Running(
+    let mut child = common::Running(
         binary(&lab, Some(&lab.token_viewer), &policy_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -218,7 +208,7 @@ fn unreadable_params_are_invalid_params_over_stdio() {
 
     let lab = common::lab(7);
     let policies = policy_dir();
-    let mut child = Running(
+    let mut child = common::Running(
         binary(&lab, Some(&lab.token_viewer), &policies)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

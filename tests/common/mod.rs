@@ -176,6 +176,26 @@ pub fn binary(frontend_url: &str, port: u16, log: &std::path::Path) -> std::proc
     command
 }
 
+/// A spawned process (the binary, a client), killed and reaped on every exit path of the
+/// test.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Sends the signal `name` (`HUP`, `TERM`, …) to `child`.
+pub fn signal(child: &std::process::Child, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success(), "kill -{name}");
+}
+
 /// Sends the binary SIGTERM (its graceful shutdown) and waits for it to exit.
 pub fn terminate(child: &mut std::process::Child) -> std::io::Result<std::process::ExitStatus> {
     let sent = std::process::Command::new("kill")

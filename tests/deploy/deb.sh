@@ -2,8 +2,9 @@
 # The Debian package: build it as released (scripts/pgo/build.sh, then `cargo deb
 # --no-build`), check its files, install it with `dpkg -i` on this machine, start the packaged binary with the packaged
 # configuration as the unit would (the credential directory, an unprivileged user, no new
-# privileges; systemd is not init here) against the 7.0 lab, and check /readyz, an MCP
-# call through the MCP Inspector CLI and the decision log. Purges the package at the end.
+# privileges, a notification socket; systemd is not init here) against the 7.0 lab, and
+# check READY=1, /readyz, an MCP call through the MCP Inspector CLI, the decision log and
+# STOPPING=1. Purges the package at the end.
 #
 #   bash tests/deploy/deb.sh            # build + install + run (root; lab up)
 #   DEB=path.deb bash tests/deploy/deb.sh   # an already built package
@@ -14,8 +15,10 @@ cd "$(dirname "$0")/../.."
 lab_env 7
 WORK=$(mktemp -d /tmp/zmg-deb.XXXXXX)
 PID=
+NOTIFY_PID=
 cleanup() {
   [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+  [ -n "$NOTIFY_PID" ] && kill "$NOTIFY_PID" 2>/dev/null || true
   dpkg --purge zabbix-mcp-guard >/dev/null 2>&1 || true
   rm -rf /var/log/zabbix-mcp-guard "$WORK"
 }
@@ -74,8 +77,13 @@ install -m 0400 -o nobody "$key" "$WORK/credentials/seal-key"
 chown nobody /var/log/zabbix-mcp-guard "$WORK/credentials"
 chmod 0755 "$WORK"
 PORT=$(free_port)
+# The unit is Type=notify with WatchdogSec=30s: a notification socket as systemd's.
+python3 tests/deploy/notify_listener.py "$WORK/notify" "$WORK/notify.log" &
+NOTIFY_PID=$!
+wait_for 10 "the notification socket" test -S "$WORK/notify"
 # The local override a `systemctl edit` drop-in would set: the 7.0 lab, a free port.
 CREDENTIALS_DIRECTORY="$WORK/credentials" \
+NOTIFY_SOCKET="$WORK/notify" WATCHDOG_USEC=30000000 \
 ZABBIX_MCP_GUARD_FRONTEND_URL="$ZBX_URL" ZABBIX_MCP_GUARD_LISTEN_PORT="$PORT" \
   setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs \
   /usr/bin/zabbix-mcp-guard --config /etc/zabbix/zabbix_mcp_guard.conf serve \
@@ -86,6 +94,8 @@ wait_for 30 "/readyz of the packaged sidecar" http_ok "$BASE/readyz" \
   || { cat "$WORK/guard.log"; exit 1; }
 http_ok "$BASE/healthz" || fail "/healthz"
 grep -q 'ApprovalSealKeyFile is readable' "$WORK/guard.log" && fail "seal key warning: $(cat "$WORK/guard.log")"
+wait_for 10 "READY=1 on the notification socket" grep -q "^READY=1 STATUS=serving MCP on .*:$PORT" "$WORK/notify.log" \
+  || { cat "$WORK/notify.log" "$WORK/guard.log"; fail "no READY=1 from the service user"; }
 
 step "an MCP call through the Inspector CLI"
 inspector "$BASE/mcp" "$ZBX_TOKEN_VIEWER" --method tools/call --tool-name host_get \
@@ -131,6 +141,8 @@ expect "$LOGS/decisions.log" 1
 step "SIGTERM stops it cleanly"
 kill -TERM "$PID"; wait "$PID" || fail "exit status $? after SIGTERM: $(cat "$WORK/guard.log")"
 PID=
+wait_for 10 "STOPPING=1 on the notification socket" grep -q '^STOPPING=1' "$WORK/notify.log" \
+  || { cat "$WORK/notify.log"; fail "no STOPPING=1"; }
 
 step "purge"
 dpkg --purge zabbix-mcp-guard > "$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg --purge"; }
