@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, SessionMode};
 use crate::exposure::Exposure;
+use crate::list_changed::ListChanged;
 use crate::mcp::approval::{ApprovalError, Approver};
 use crate::mcp::listing::ListDecisions;
 use crate::mcp::tools::ToolList;
@@ -50,6 +51,8 @@ pub struct App {
     /// moves on, so that tool lists built under earlier rules are built again.
     exposure: RwLock<Arc<Exposure>>,
     exposure_generation: AtomicU64,
+    /// The sessions told when the tool list may have changed (stateful and stdio).
+    pub list_changed: ListChanged,
     pub policy: PolicyEngine,
     pub decisions: DecisionLog,
     /// `tools/list` decision sets, reused briefly per caller, client and policy revision.
@@ -157,6 +160,7 @@ impl App {
             .approval_page
             .as_ref()
             .map(|page| AllowedPeers::new(&page.allowed_ip));
+        let list_changed = ListChanged::new(config.session_mode == SessionMode::Stateful);
         Ok(Arc::new(App {
             allowed_peers,
             approval_peers,
@@ -167,6 +171,7 @@ impl App {
             targets: TargetResolver::new(TARGET_CACHE_CAPACITY, TARGET_CACHE_TTL),
             exposure: RwLock::new(Arc::new(exposure)),
             exposure_generation: AtomicU64::new(0),
+            list_changed,
             policy,
             decisions,
             list_decisions: ListDecisions::default(),
@@ -216,6 +221,7 @@ impl App {
             .unwrap_or_else(PoisonError::into_inner);
         *slot = Arc::new(exposure);
         self.exposure_generation.fetch_add(1, Ordering::AcqRel);
+        self.list_changed.rules_changed();
     }
 }
 

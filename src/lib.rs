@@ -16,6 +16,7 @@ pub(crate) mod decimal;
 pub mod display;
 pub mod exposure;
 pub(crate) mod hashing;
+pub mod list_changed;
 pub mod mcp;
 pub mod metrics;
 #[cfg(test)]

@@ -16,9 +16,10 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 
 use crate::app::App;
+use crate::list_changed::ListChanged;
 use crate::mcp::GuardHandler;
 use crate::mcp::errors::caller_rpc;
 use crate::policy::DEFAULT_POLL_INTERVAL;
@@ -73,6 +74,7 @@ pub async fn run(app: Arc<App>, token: ApiToken) -> Result<(), StdioError> {
     );
     let watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
     let trust_watcher = app.zabbix.spawn_trust_watcher(DEFAULT_POLL_INTERVAL);
+    let announcer = ListChanged::spawn(&app);
     let handler = StdioHandler {
         inner: GuardHandler::new(app.clone()),
         app: app.clone(),
@@ -87,8 +89,8 @@ pub async fn run(app: Arc<App>, token: ApiToken) -> Result<(), StdioError> {
         Err(error) => Err(StdioError::Serve(error.to_string())),
     };
     watcher.abort();
-    if let Some(watcher) = trust_watcher {
-        watcher.abort();
+    for task in [trust_watcher, announcer].into_iter().flatten() {
+        task.abort();
     }
     let log = app.decisions.clone();
     if !matches!(
@@ -125,6 +127,10 @@ impl StdioHandler {
 impl ServerHandler for StdioHandler {
     fn get_info(&self) -> ServerConfig {
         self.inner.get_info()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner.on_initialized(context).await
     }
 
     async fn list_tools(

@@ -1,6 +1,7 @@
 //! `zabbix-mcp-guard stdio`: the real binary spawned by a real rmcp client over its
 //! stdin/stdout, the caller's token from ZABBIX_API_TOKEN (the environment holds nothing
-//! else but PATH), policies deciding, decisions on stderr and never on stdout.
+//! else but PATH), policies deciding, decisions on stderr and never on stdout, and
+//! `notifications/tools/list_changed` when the policy set changes.
 
 mod common;
 
@@ -51,8 +52,9 @@ async fn a_spawned_rmcp_client_calls_tools_over_stdio() {
     common::init();
     let lab = common::lab(7);
     let stderr_path = common::temp_path("stdio.stderr");
+    let policies = policy_dir();
     let mut child = common::Running(
-        binary(&lab, Some(&lab.token_viewer), &policy_dir())
+        binary(&lab, Some(&lab.token_viewer), &policies)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
@@ -113,6 +115,24 @@ async fn a_spawned_rmcp_client_calls_tools_over_stdio() {
         .as_str()
         .expect("decision_id")
         .to_owned();
+
+    // One session for the process's life: it hears that the tool list may have changed
+    // when a policy set of another revision comes in.
+    let announced = client
+        .peer_info()
+        .and_then(|info| info.capabilities.tools.as_ref()?.list_changed);
+    assert_eq!(announced, Some(true), "tools.listChanged");
+    let rego = policies.join("policy.rego");
+    std::fs::write(&rego, format!("{DENY_HOSTGROUP_GET}\n# revised\n")).expect("policy changed");
+    common::wait_until(
+        "notifications/tools/list_changed on stdout",
+        std::time::Duration::from_secs(30),
+        async || {
+            String::from_utf8_lossy(&seen.lock().unwrap())
+                .contains(r#""method":"notifications/tools/list_changed""#)
+        },
+    )
+    .await;
 
     // Closing stdin ends the session; the process exits cleanly after flushing decisions.
     client.cancel().await.expect("client closes");

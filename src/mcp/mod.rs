@@ -21,7 +21,7 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use tracing::Instrument;
 
 use crate::app::App;
@@ -98,17 +98,26 @@ triggers carry a `uri` readable as a resource. Denied calls return a decision_id
 
 impl ServerHandler for GuardHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "zabbix-mcp-guard",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(INSTRUCTIONS)
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        if self.app.list_changed.enabled()
+            && let Some(tools) = capabilities.tools.as_mut()
+        {
+            tools.list_changed = Some(true);
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "zabbix-mcp-guard",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    /// A session that can hear `notifications/tools/list_changed` from now on.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.app.list_changed.register(context.peer);
     }
 
     async fn list_tools(

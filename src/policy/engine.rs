@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) reload_lock: Mutex<Settle<Fingerprint>>,
     pub(crate) reloads_ok: AtomicU64,
     pub(crate) reloads_failed: AtomicU64,
+    /// The revision in force, for those who act when it changes ([`PolicyEngine::revisions`]).
+    pub(crate) installed: tokio::sync::watch::Sender<Option<Revision>>,
 }
 
 impl PolicyEngine {
@@ -87,6 +89,7 @@ impl PolicyEngine {
                 reload_lock: Mutex::new(Settle::new()),
                 reloads_ok: AtomicU64::new(0),
                 reloads_failed: AtomicU64::new(0),
+                installed: tokio::sync::watch::Sender::new(None),
             }),
         }
     }
@@ -104,6 +107,12 @@ impl PolicyEngine {
     /// Revision of the running set, if any.
     pub fn revision(&self) -> Option<Revision> {
         self.current().map(|set| set.revision.clone())
+    }
+
+    /// The revision in force, marked changed each time a different one is installed (a
+    /// set installed again unchanged, as SIGHUP does, is no change).
+    pub fn revisions(&self) -> tokio::sync::watch::Receiver<Option<Revision>> {
+        self.shared.installed.subscribe()
     }
 
     /// Decides `input`. Never fails: every problem is a denial with a reason.

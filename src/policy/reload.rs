@@ -122,6 +122,13 @@ impl PolicyEngine {
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(set));
         tracing::info!(source = %self.shared.source, %revision, vm, "policy set loaded");
+        self.shared.installed.send_if_modified(|installed| {
+            let changed = installed.as_ref() != Some(&revision);
+            if changed {
+                *installed = Some(revision.clone());
+            }
+            changed
+        });
         Ok(revision)
     }
 

@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::App;
 use crate::config::{SessionMode, TlsAccept};
+use crate::list_changed::ListChanged;
 use crate::mcp::GuardHandler;
 use crate::policy::DEFAULT_POLL_INTERVAL;
 use crate::server::body::{BODY_BUDGET_BYTES, BodyBudget, MAX_REQUEST_BODY_BYTES};
@@ -80,6 +81,8 @@ pub struct Server {
     certificate_watcher: Option<tokio::task::JoinHandle<()>>,
     /// Reloads the CAs trusted toward Zabbix when `TLSCAFile` changes or on SIGHUP.
     trust_watcher: Option<tokio::task::JoinHandle<()>>,
+    /// Tells stateful sessions that the tool list changed (`SessionMode=stateful`).
+    announcer: Option<tokio::task::JoinHandle<()>>,
     readiness_task: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
@@ -127,6 +130,7 @@ impl Server {
         let policy_watcher = app.policy.spawn_watcher(DEFAULT_POLL_INTERVAL);
         let certificate_watcher = certificate.map(|c| c.spawn_watcher(DEFAULT_POLL_INTERVAL));
         let trust_watcher = app.zabbix.spawn_trust_watcher(DEFAULT_POLL_INTERVAL);
+        let announcer = ListChanged::spawn(&app);
         Ok(Server {
             addrs,
             approval_addrs,
@@ -137,6 +141,7 @@ impl Server {
             policy_watcher,
             certificate_watcher,
             trust_watcher,
+            announcer,
             readiness_task,
             app,
         })
@@ -167,9 +172,13 @@ impl Server {
         self.mcp_cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
-        for watcher in [&self.certificate_watcher, &self.trust_watcher]
-            .into_iter()
-            .flatten()
+        for watcher in [
+            &self.certificate_watcher,
+            &self.trust_watcher,
+            &self.announcer,
+        ]
+        .into_iter()
+        .flatten()
         {
             watcher.abort();
         }

@@ -1,0 +1,167 @@
+//! `notifications/tools/list_changed` from the real binary against the 7.0 lab, heard by
+//! the official MCP Python SDK holding a stateful session: announced as a capability,
+//! sent when a reload changes the tool rules and when a policy set of another revision is
+//! installed, and after it the new list is what the client lists. A stateless sidecar
+//! does not announce it.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Lines};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdout, Command, Stdio};
+
+use serde_json::Value;
+
+/// The sidecar's file: the lab, loopback, logs to files, `PolicyDir`, plus `extra` lines.
+fn write_config(path: &Path, lab: &common::Lab, port: u16, policies: &Path, extra: &str) {
+    let dir = path.parent().expect("a directory");
+    let text = format!(
+        "FrontendURL={url}\nListenIP=127.0.0.1\nListenPort={port}\nAllowedIP=127.0.0.1\n\
+         LogType=file\nLogFile={dir}/guard.log\nDecisionLog={dir}/decisions.log\n\
+         PolicyDir={policies}\n{extra}",
+        url = lab.url,
+        dir = dir.display(),
+        policies = policies.display(),
+    );
+    std::fs::write(path, text).expect("config written");
+}
+
+/// A copy of the shipped policy set, to change while the sidecar runs.
+fn policy_copy(dir: &Path) -> PathBuf {
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).expect("policy dir");
+    for file in ["default.rego", "default_test.rego"] {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("policies")
+            .join(file);
+        std::fs::copy(from, policies.join(file)).expect("policy copied");
+    }
+    policies
+}
+
+fn start(conf: &Path) -> common::Running {
+    let child = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+        .arg("--config")
+        .arg(conf)
+        .env_remove("RUST_LOG")
+        .spawn()
+        .expect("the binary starts");
+    common::Running(child)
+}
+
+/// The Python SDK holding one session that waits for `notifications` notifications; its
+/// lines as they come.
+fn python_session(
+    port: u16,
+    token: &str,
+    notifications: u32,
+    stderr: &Path,
+) -> (common::Running, Lines<BufReader<ChildStdout>>) {
+    let python =
+        std::env::var("MCP_PYTHON").unwrap_or_else(|_| "/opt/mcp-python/bin/python".into());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/deploy/list_changed_python.py");
+    let mut child = Command::new(&python)
+        .arg(script)
+        .args([
+            &format!("http://127.0.0.1:{port}/mcp"),
+            token,
+            &notifications.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).expect("stderr file"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("{python} runs ({e}); run deploy/lab/start-zabbix.sh all"));
+    let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    (common::Running(child), lines)
+}
+
+/// The client's next line (it waits for the server at most 60 s itself, then fails).
+fn next(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
+    let line = lines
+        .next()
+        .expect("the client ended early (its stderr says why)")
+        .expect("a line");
+    serde_json::from_str(&line).expect("JSON")
+}
+
+fn tools(line: &Value) -> Vec<&str> {
+    line["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// The sidecar answers once its listener is bound.
+fn wait_listening(port: u16) {
+    common::wait_until_blocking(
+        "the sidecar to listen",
+        std::time::Duration::from_secs(30),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    );
+}
+
+#[test]
+fn a_stateful_session_is_told_when_its_tool_list_changes() {
+    let lab = common::lab(7);
+    let dir = common::scratch_dir("list-changed");
+    let policies = policy_copy(&dir);
+    let conf = dir.join("guard.conf");
+    let port = common::free_port();
+    write_config(&conf, &lab, port, &policies, "SessionMode=stateful\n");
+    let guard = start(&conf);
+    wait_listening(port);
+
+    let stderr = dir.join("client.stderr");
+    let (mut client, mut lines) = python_session(port, &lab.token, 2, &stderr);
+    let first = next(&mut lines);
+    assert_eq!(first["list_changed"], true, "{first}");
+    assert!(tools(&first).contains(&"host_get"), "{first}");
+
+    // A reload that withdraws a tool: the session is told, and lists it no more.
+    write_config(
+        &conf,
+        &lab,
+        port,
+        &policies,
+        "SessionMode=stateful\nDenyTool=host_get\n",
+    );
+    common::signal(&guard.0, "HUP");
+    let second = next(&mut lines);
+    assert_eq!(second["notified"], 1, "{second}");
+    assert!(!tools(&second).contains(&"host_get"), "{second}");
+
+    // A policy set of another revision, picked up by the directory watcher.
+    let rego = policies.join("default.rego");
+    let text = std::fs::read_to_string(&rego).expect("policy");
+    std::fs::write(&rego, format!("{text}\n# revised\n")).expect("policy changed");
+    let third = next(&mut lines);
+    assert_eq!(third["notified"], 2, "{third}");
+    assert_eq!(tools(&third), tools(&second), "the same tools, told again");
+
+    let status = client.0.wait().expect("the client ends");
+    assert!(status.success(), "{status}");
+    let log = std::fs::read_to_string(dir.join("guard.log")).expect("log");
+    assert_eq!(
+        log.matches("tool list change announced").count(),
+        2,
+        "one announcement per change: {log}"
+    );
+}
+
+#[test]
+fn a_stateless_sidecar_does_not_announce_list_changes() {
+    let lab = common::lab(7);
+    let dir = common::scratch_dir("list-changed-stateless");
+    let policies = policy_copy(&dir);
+    let conf = dir.join("guard.conf");
+    let port = common::free_port();
+    write_config(&conf, &lab, port, &policies, "SessionMode=stateless\n");
+    let _guard = start(&conf);
+    wait_listening(port);
+    let (mut client, mut lines) = python_session(port, &lab.token, 0, &dir.join("client.stderr"));
+    let first = next(&mut lines);
+    assert_eq!(first["list_changed"], false, "{first}");
+    assert!(client.0.wait().expect("the client ends").success());
+}
