@@ -1,8 +1,8 @@
 //! `notifications/tools/list_changed` from the real binary against the 7.0 lab, heard by
 //! the official MCP Python SDK holding a stateful session: announced as a capability,
 //! sent when a reload changes the tool rules and when a policy set of another revision is
-//! installed, and after it the new list is what the client lists. A stateless sidecar
-//! does not announce it.
+//! installed, and after it the new list is what the client lists; the client's `DELETE`
+//! at the end reads as success. A stateless sidecar does not announce it.
 
 mod common;
 
@@ -142,6 +142,9 @@ fn a_stateful_session_is_told_when_its_tool_list_changes() {
 
     let status = client.0.wait().expect("the client ends");
     assert!(status.success(), "{status}");
+    // It ended its session (DELETE) and read the answer as success.
+    let stderr = std::fs::read_to_string(&stderr).expect("stderr");
+    assert!(!stderr.contains("Session termination failed"), "{stderr}");
     let log = std::fs::read_to_string(dir.join("guard.log")).expect("log");
     assert_eq!(
         log.matches("tool list change announced").count(),

@@ -151,9 +151,10 @@ where
                         Some(owners) => match owners.admit(request.headers(), &token_id).await {
                             Ok(Admission::Existing) => {
                                 let deleting = request.method() == Method::DELETE;
-                                let response = mcp.call(request).await;
+                                let mut response = mcp.call(request).await;
                                 if deleting {
                                     owners.forget_ended().await;
+                                    ended_is_no_content(&mut response);
                                 }
                                 response
                             }
@@ -171,6 +172,15 @@ where
             }
         }
         _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
+    }
+}
+
+/// rmcp answers the `DELETE` that ends a session with 202 and no body; the official
+/// MCP Python SDK reads only 200 and 204 as ended and logs `Session termination failed:
+/// 202` at every close. 204 says the same (done, nothing to tell) to every client.
+fn ended_is_no_content<B>(response: &mut Response<B>) {
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
     }
 }
 
