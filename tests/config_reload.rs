@@ -110,14 +110,6 @@ async fn python(url: &str, token: &str, tools: &[&str]) -> Value {
     common::python_sdk("reload_python.py", args).await
 }
 
-fn listed(summary: &Value, tool: &str) -> bool {
-    summary["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .any(|t| t == tool)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart() {
     common::init();
@@ -142,7 +134,10 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
 
     // Before: every tool, calls go through.
     let before = python(&url, &lab.token, &["host_get", "problem_get"]).await;
-    assert!(listed(&before, "host_get"), "{before}");
+    assert!(
+        common::listed_tools(&before).contains(&"host_get"),
+        "{before}"
+    );
     assert_eq!(before["calls"][0]["ok"], true, "{before}");
     let guard = common::Guard::external(&base);
     let rmcp = common::client(&guard, &lab.token).await;
@@ -185,8 +180,14 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
         &["host_get", "problem_get", "problem_get"],
     )
     .await;
-    assert!(!listed(&after, "host_get"), "{after}");
-    assert!(listed(&after, "problem_get"), "{after}");
+    assert!(
+        !common::listed_tools(&after).contains(&"host_get"),
+        "{after}"
+    );
+    assert!(
+        common::listed_tools(&after).contains(&"problem_get"),
+        "{after}"
+    );
     assert_eq!(after["calls"][0]["rpc_error"], -32602, "{after}");
     assert_eq!(
         after["calls"][0]["message"], "unknown tool: host_get",

@@ -9,8 +9,54 @@ mod common;
 use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
+
+/// The real binary from a file of its own, against the 7.0 lab.
+struct Sidecar {
+    lab: common::Lab,
+    dir: PathBuf,
+    policies: PathBuf,
+    conf: PathBuf,
+    port: u16,
+    process: common::Running,
+}
+
+impl Sidecar {
+    /// Started with `extra` lines in its file, and listening.
+    fn start(name: &str, extra: &str) -> Sidecar {
+        let lab = common::lab(7);
+        let dir = common::scratch_dir(name);
+        let policies = policy_copy(&dir);
+        let conf = dir.join("guard.conf");
+        let port = common::free_port();
+        write_config(&conf, &lab, port, &policies, extra);
+        let child = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+            .arg("--config")
+            .arg(&conf)
+            .env_remove("RUST_LOG")
+            .spawn()
+            .expect("the binary starts");
+        let process = common::Running(child);
+        common::wait_until_blocking("the sidecar to listen", Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Sidecar {
+            lab,
+            dir,
+            policies,
+            conf,
+            port,
+            process,
+        }
+    }
+
+    /// Its file rewritten with `extra` lines instead.
+    fn configure(&self, extra: &str) {
+        write_config(&self.conf, &self.lab, self.port, &self.policies, extra);
+    }
+}
 
 /// The sidecar's file: the lab, loopback, logs to files, `PolicyDir`, plus `extra` lines.
 fn write_config(path: &Path, lab: &common::Lab, port: u16, policies: &Path, extra: &str) {
@@ -37,16 +83,6 @@ fn policy_copy(dir: &Path) -> PathBuf {
         std::fs::copy(from, policies.join(file)).expect("policy copied");
     }
     policies
-}
-
-fn start(conf: &Path) -> common::Running {
-    let child = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-        .arg("--config")
-        .arg(conf)
-        .env_remove("RUST_LOG")
-        .spawn()
-        .expect("the binary starts");
-    common::Running(child)
 }
 
 /// The Python SDK holding one session that waits for `notifications` notifications; its
@@ -84,68 +120,46 @@ fn next(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
     serde_json::from_str(&line).expect("JSON")
 }
 
-fn tools(line: &Value) -> Vec<&str> {
-    line["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
-/// The sidecar answers once its listener is bound.
-fn wait_listening(port: u16) {
-    common::wait_until_blocking(
-        "the sidecar to listen",
-        std::time::Duration::from_secs(30),
-        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
-    );
-}
-
 #[test]
 fn a_stateful_session_is_told_when_its_tool_list_changes() {
-    let lab = common::lab(7);
-    let dir = common::scratch_dir("list-changed");
-    let policies = policy_copy(&dir);
-    let conf = dir.join("guard.conf");
-    let port = common::free_port();
-    write_config(&conf, &lab, port, &policies, "SessionMode=stateful\n");
-    let guard = start(&conf);
-    wait_listening(port);
-
-    let stderr = dir.join("client.stderr");
-    let (mut client, mut lines) = python_session(port, &lab.token, 2, &stderr);
+    let guard = Sidecar::start("list-changed", "SessionMode=stateful\n");
+    let stderr = guard.dir.join("client.stderr");
+    let (mut client, mut lines) = python_session(guard.port, &guard.lab.token, 2, &stderr);
     let first = next(&mut lines);
     assert_eq!(first["list_changed"], true, "{first}");
-    assert!(tools(&first).contains(&"host_get"), "{first}");
+    assert!(
+        common::listed_tools(&first).contains(&"host_get"),
+        "{first}"
+    );
 
     // A reload that withdraws a tool: the session is told, and lists it no more.
-    write_config(
-        &conf,
-        &lab,
-        port,
-        &policies,
-        "SessionMode=stateful\nDenyTool=host_get\n",
-    );
-    common::signal(&guard.0, "HUP");
+    guard.configure("SessionMode=stateful\nDenyTool=host_get\n");
+    common::signal(&guard.process.0, "HUP");
     let second = next(&mut lines);
     assert_eq!(second["notified"], 1, "{second}");
-    assert!(!tools(&second).contains(&"host_get"), "{second}");
+    assert!(
+        !common::listed_tools(&second).contains(&"host_get"),
+        "{second}"
+    );
 
     // A policy set of another revision, picked up by the directory watcher.
-    let rego = policies.join("default.rego");
+    let rego = guard.policies.join("default.rego");
     let text = std::fs::read_to_string(&rego).expect("policy");
     std::fs::write(&rego, format!("{text}\n# revised\n")).expect("policy changed");
     let third = next(&mut lines);
     assert_eq!(third["notified"], 2, "{third}");
-    assert_eq!(tools(&third), tools(&second), "the same tools, told again");
+    assert_eq!(
+        common::listed_tools(&third),
+        common::listed_tools(&second),
+        "the same tools, told again"
+    );
 
     let status = client.0.wait().expect("the client ends");
     assert!(status.success(), "{status}");
     // It ended its session (DELETE) and read the answer as success.
     let stderr = std::fs::read_to_string(&stderr).expect("stderr");
     assert!(!stderr.contains("Session termination failed"), "{stderr}");
-    let log = std::fs::read_to_string(dir.join("guard.log")).expect("log");
+    let log = std::fs::read_to_string(guard.dir.join("guard.log")).expect("log");
     assert_eq!(
         log.matches("tool list change announced").count(),
         2,
@@ -155,15 +169,9 @@ fn a_stateful_session_is_told_when_its_tool_list_changes() {
 
 #[test]
 fn a_stateless_sidecar_does_not_announce_list_changes() {
-    let lab = common::lab(7);
-    let dir = common::scratch_dir("list-changed-stateless");
-    let policies = policy_copy(&dir);
-    let conf = dir.join("guard.conf");
-    let port = common::free_port();
-    write_config(&conf, &lab, port, &policies, "SessionMode=stateless\n");
-    let _guard = start(&conf);
-    wait_listening(port);
-    let (mut client, mut lines) = python_session(port, &lab.token, 0, &dir.join("client.stderr"));
+    let guard = Sidecar::start("list-changed-stateless", "SessionMode=stateless\n");
+    let stderr = guard.dir.join("client.stderr");
+    let (mut client, mut lines) = python_session(guard.port, &guard.lab.token, 0, &stderr);
     let first = next(&mut lines);
     assert_eq!(first["list_changed"], false, "{first}");
     assert!(client.0.wait().expect("the client ends").success());

@@ -58,15 +58,6 @@ fn python(port: u16, token: &str) -> Value {
     common::python_sdk_blocking("reload_python.py", &[&url, token, "host_get"])
 }
 
-fn tools(summary: &Value) -> Vec<&str> {
-    summary["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
 #[test]
 fn a_service_manager_hears_ready_reloads_watchdog_and_stopping() {
     let lab = common::lab(7);
@@ -96,7 +87,10 @@ fn a_service_manager_hears_ready_reloads_watchdog_and_stopping() {
         "{ready}"
     );
     let before = python(port, &lab.token);
-    assert!(tools(&before).contains(&"host_get"), "{before}");
+    assert!(
+        common::listed_tools(&before).contains(&"host_get"),
+        "{before}"
+    );
     assert_eq!(before["calls"][0]["ok"], true, "{before}");
 
     // Fed at half of WATCHDOG_USEC while it serves.
@@ -127,7 +121,10 @@ fn a_service_manager_hears_ready_reloads_watchdog_and_stopping() {
         "{status}"
     );
     let after = python(port, &lab.token);
-    assert!(!tools(&after).contains(&"host_get"), "{after}");
+    assert!(
+        !common::listed_tools(&after).contains(&"host_get"),
+        "{after}"
+    );
     assert!(
         after["calls"][0]["ok"].is_null(),
         "host_get refused: {after}"
@@ -146,7 +143,7 @@ fn a_service_manager_hears_ready_reloads_watchdog_and_stopping() {
             && status.contains("NoSuchParameter"),
         "{status}"
     );
-    assert!(!tools(&python(port, &lab.token)).contains(&"host_get"));
+    assert!(!common::listed_tools(&python(port, &lab.token)).contains(&"host_get"));
 
     // SIGTERM: STOPPING=1 first, then a clean exit.
     common::signal(&child.0, "TERM");

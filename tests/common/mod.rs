@@ -462,6 +462,16 @@ pub fn python_sdk_blocking(script: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(stdout.trim()).expect("the summary line")
 }
 
+/// The tool names of a Python SDK script's summary line (its `tools`).
+pub fn listed_tools(summary: &serde_json::Value) -> Vec<&str> {
+    summary["tools"]
+        .as_array()
+        .expect("tools in the summary")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect()
+}
+
 /// `python_sdk_blocking` from async tests: the script talks to a sidecar on this runtime.
 pub async fn python_sdk(script: &'static str, args: Vec<String>) -> serde_json::Value {
     tokio::task::spawn_blocking(move || {
