@@ -16,26 +16,7 @@ use zabbix_mcp_guard::zabbix::ApiToken;
 
 /// One raw `initialize` POST: the identity is resolved before MCP sees the request.
 async fn initialize(url: &str, token: &str) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(token)
-        .body(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "identity-test", "version": "1"}}})
-            .to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    common::raw_initialize(&reqwest::Client::new(), url, token).await
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use zabbix_mcp_guard::config::{Config, DecisionLogSink, Secret};
 use zabbix_mcp_guard::ratelimit::CallRate;
+use zabbix_mcp_guard::zabbix::ApiToken;
 
 use common::{Guard, recorder};
 
@@ -374,6 +375,13 @@ async fn without_redis_calls_are_refused() {
     let config = shared(config(&proxy, None), "redis://127.0.0.1:9/");
     let log = decision_log(&config);
     let guard = common::start_with(config).await;
+    // A caller whose identity was cached before Redis went away: a new one is refused
+    // before MCP (the rejected-token lockout cannot be checked, tests/lockout_shared.rs).
+    let app = guard.app();
+    app.callers
+        .resolve(&app.zabbix, &ApiToken::new(lab.token_viewer.clone()))
+        .await
+        .expect("the identity from Zabbix");
     let client = common::client(&guard, &lab.token_viewer).await;
     let body = common::tool_error(&client, "host_get", json!({})).await;
     assert_eq!(body["code"], "internal_error", "{body}");

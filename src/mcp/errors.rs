@@ -261,6 +261,13 @@ pub fn refusal(error: &GuardError) -> Refusal {
                 retry_after_s: None,
             }
         }
+        // Our own failure: the lockout the replicas share could not be read.
+        GuardError::Store(_) => Refusal {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: INTERNAL,
+            challenge: None,
+            retry_after_s: None,
+        },
         // Never a partial identity: without the groups, group rules would not apply.
         GuardError::Caller(CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. }) => {
             Refusal {

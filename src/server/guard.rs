@@ -3,12 +3,14 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::header::AUTHORIZATION;
 use ipnet::IpNet;
 
 use crate::app::App;
 use crate::server::rejected;
+use crate::store::StoreError;
 use crate::zabbix::{ApiToken, Caller, CallerError, Identity};
 
 /// Longer Bearer tokens are refused before Zabbix is asked; Zabbix API tokens have 64
@@ -42,6 +44,9 @@ pub enum GuardError {
     },
     #[error(transparent)]
     Caller(#[from] CallerError),
+    /// The shared store (`SharedStore`) did not say whether the address is locked out.
+    #[error("cannot check the rejected-token lockout: {0}")]
+    Store(#[from] StoreError),
     /// A Host or Origin that is not ours: a DNS-rebinding page or a foreign site.
     #[error("{0} is not an allowed host name (see AllowedHost)")]
     ForbiddenHost(String),
@@ -174,20 +179,40 @@ async fn look_up(
     if let Some(message) = rejected.rejection(&digest) {
         return Err(CallerError::InvalidToken(message.to_string()).into());
     }
-    rejected
-        .check(address, &digest)
-        .map_err(|wait| GuardError::TooManyRejectedTokens {
-            address,
-            max: rejected.max(),
-            retry_after_s: wait.as_secs(),
-        })?;
+    let too_many = |wait: Duration| GuardError::TooManyRejectedTokens {
+        address,
+        max: rejected.max(),
+        retry_after_s: wait.as_secs(),
+    };
+    rejected.check(address, &digest).map_err(too_many)?;
+    // The replicas' shared count (Redis); a store that does not answer refuses: the
+    // lockout cannot be told apart from its absence.
+    let source = rejected::source_key(address);
+    if let Some(left) = app.store.lockout(&source, &digest, rejected.max()).await? {
+        rejected.count_refused();
+        return Err(too_many(rejected::whole_seconds(left)));
+    }
     let result = app.callers.resolve(&app.zabbix, token).await;
-    match &result {
-        // Once per token per identity-cache lifetime: this path runs only on a miss.
-        Ok(_) => rejected.accept(digest),
-        Err(CallerError::InvalidToken(message)) => rejected.record(address, digest, message),
+    // Once per token per identity-cache lifetime: this path runs only on a miss. A shared
+    // record that fails is logged, not the caller's failure: its answer is already known.
+    let shared = match &result {
+        Ok(_) => {
+            rejected.accept(digest);
+            app.store
+                .record_accepted(&digest, rejected::ACCEPTED_MEMORY)
+                .await
+        }
+        Err(CallerError::InvalidToken(message)) => {
+            rejected.record(address, digest, message);
+            app.store
+                .record_rejected(&source, &digest, rejected::WINDOW)
+                .await
+        }
         // Zabbix did not say either way: nothing is learnt about the token.
-        Err(_) => {}
+        Err(_) => Ok(()),
+    };
+    if let Err(error) = shared {
+        tracing::warn!(%error, "rejected-token lockout not recorded in the shared store");
     }
     Ok(result?)
 }

@@ -15,6 +15,9 @@
 //!   a neighbour guessing. Being spared only lets a token be looked up in Zabbix as usual:
 //!   a token revoked since is rejected there, and forgotten here. Only SHA-256 digests are
 //!   kept, never a token.
+//!
+//! With `SharedStore=redis://…` the replicas also share the count and the accepted tokens
+//! (`store::Store::lockout`): this count is asked first, then the shared one.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -135,9 +138,7 @@ impl RejectedTokens {
             return Ok(());
         }
         self.refused.fetch_add(1, Ordering::Relaxed);
-        let left = self.window - elapsed;
-        let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
-        Err(Duration::from_secs(seconds.max(1)))
+        Err(whole_seconds(self.window - elapsed))
     }
 
     fn record_at(&self, address: IpAddr, now: Instant) {
@@ -162,6 +163,22 @@ impl RejectedTokens {
     pub(crate) fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
+
+    /// A lookup refused by the lockout the replicas share (`SharedStore=redis://…`).
+    pub(crate) fn count_refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Who `address` counts as, as text: the address, or its IPv6 /64 (the shared store's key).
+pub(crate) fn source_key(address: IpAddr) -> String {
+    Source::of(address).0.to_string()
+}
+
+/// `left` rounded up to whole seconds, at least one (what `Retry-After` says).
+pub(crate) fn whole_seconds(left: Duration) -> Duration {
+    let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    Duration::from_secs(seconds.max(1))
 }
 
 impl Source {

@@ -233,6 +233,51 @@ impl Store {
         }
     }
 
+    /// How long `source` (an address or IPv6 /64, as text) stays locked out for the token
+    /// with this SHA-256 digest, as every replica sharing the store counted it (see
+    /// `server::rejected`); `None` when it is not. In memory there is nothing shared: the
+    /// sidecar's own count is all there is.
+    pub async fn lockout(
+        &self,
+        source: &str,
+        digest: &[u8; 32],
+        max: usize,
+    ) -> Result<Option<std::time::Duration>, StoreError> {
+        match self {
+            Store::Memory(_) => Ok(None),
+            Store::Redis(r) => r.lockout(source, &hex::encode(digest), max).await,
+        }
+    }
+
+    /// Counts a token Zabbix rejected from `source` for every replica, in a window that
+    /// starts at the source's first rejection; the token is spared no more.
+    pub async fn record_rejected(
+        &self,
+        source: &str,
+        digest: &[u8; 32],
+        window: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => {
+                r.record_rejected(source, &hex::encode(digest), window)
+                    .await
+            }
+        }
+    }
+
+    /// Marks a token Zabbix accepted, for every replica: spared from lockouts for `remember`.
+    pub async fn record_accepted(
+        &self,
+        digest: &[u8; 32],
+        remember: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => r.record_accepted(&hex::encode(digest), remember).await,
+        }
+    }
+
     pub fn backend(&self) -> &'static str {
         match self {
             Store::Memory(_) => "memory",

@@ -6,7 +6,8 @@
 //! `key:<token_id>:<tool>:<sha256>` → id; `pending` a sorted set of pending ids by
 //! creation time; `waiting:<userid>` a sorted set of each user's approvals by expiry (for
 //! `MaxPendingApprovals`); `once:<nonce>` single-use markers (SET NX PX); `rate:…` and
-//! `slots:…` the per-caller limits (see `rate.rs`).
+//! `slots:…` the per-caller limits (see `rate.rs`); `rejected:…` and `accepted:…` the
+//! rejected-token lockout (see `lockout.rs`).
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -18,6 +19,7 @@ use tokio::sync::OnceCell;
 
 use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
 
+mod lockout;
 mod rate;
 pub use rate::{AdmitReply, RateAdmit};
 

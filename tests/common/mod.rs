@@ -462,6 +462,29 @@ pub fn python_sdk_blocking(script: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(stdout.trim()).expect("the summary line")
 }
 
+/// One raw `initialize` POST through `http`: the status and the body (JSON, or its text).
+/// The caller's identity is resolved before MCP sees it, so this shows how a token fares.
+pub async fn raw_initialize(http: &reqwest::Client, url: &str, token: &str) -> (u16, Value) {
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .body(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "identity-test", "version": "1"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("an answer");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
 /// The tool names of a Python SDK script's summary line (its `tools`).
 pub fn listed_tools(summary: &serde_json::Value) -> Vec<&str> {
     summary["tools"]

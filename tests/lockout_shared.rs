@@ -1,0 +1,137 @@
+//! `MaxRejectedTokens` across replicas: two sidecars sharing the lab's Redis
+//! (`SharedStore`) count one address's rejected tokens together, so a client spreading its
+//! guesses over them gets one budget, not one each; a token Zabbix accepted through one
+//! replica is spared by the other; a store that does not answer refuses a lookup instead
+//! of skipping the check. Zabbix's traffic is recorded to show what was not asked.
+
+mod common;
+
+use std::net::IpAddr;
+
+use common::recorder::{self, Recorder};
+use common::zapi::TestUser;
+use serde_json::Value;
+use zabbix_mcp_guard::config::{Config, Secret};
+
+/// A source address of this test process's own in 127/8, so that the lockout it causes
+/// (kept in Redis for a minute) touches no other test sharing the lab's Redis.
+fn source() -> IpAddr {
+    let pid = std::process::id();
+    IpAddr::from([127, 100 + (pid % 100) as u8, ((pid / 100) % 250) as u8, 7])
+}
+
+fn config(zabbix: &str, store: &str) -> Config {
+    let mut config = common::config_for(zabbix);
+    config.allowed_ip = vec!["127.0.0.0/8".parse().expect("net")];
+    config.limits.max_rejected_tokens = 2;
+    config.shared_store = Some(Secret::new(store.as_bytes().to_vec()));
+    config
+}
+
+/// One raw `initialize` POST from [`source`]: the identity is resolved before MCP.
+async fn initialize(url: &str, token: &str) -> (u16, Value) {
+    let http = reqwest::Client::builder()
+        .local_address(source())
+        .build()
+        .expect("client");
+    common::raw_initialize(&http, url, token).await
+}
+
+/// 64 hex digits, shaped as a Zabbix API token, that no Zabbix issued.
+fn made_up_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// How many token lookups reached Zabbix since the last look.
+fn lookups(recorder: &Recorder) -> usize {
+    recorder
+        .taken()
+        .iter()
+        .filter(|body| body.contains("user.checkAuthentication"))
+        .count()
+}
+
+#[tokio::test]
+async fn replicas_sharing_redis_count_rejected_tokens_together() {
+    let lab = common::lab(7);
+    // A token no replica has seen before (an accepted token is remembered for a day).
+    let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = TestUser::create(&lab, &viewers, &[]).await;
+    // Checked in a task of its own so that the user is deleted even when an assertion fails.
+    let checked = tokio::spawn(count_together(lab.clone(), user.token.clone())).await;
+    user.delete(&lab).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn count_together(lab: common::Lab, token: String) {
+    let (zabbix, recorder) = recorder::start(&lab.url).await;
+    let redis = common::redis_url();
+    let a = common::start_with(config(&zabbix, &redis)).await;
+    let b = common::start_with(config(&zabbix, &redis)).await;
+
+    // A client let in through A before the guessing starts.
+    let (status, body) = initialize(&a.url, &token).await;
+    assert_eq!(status, 200, "{body}");
+    // One rejected token through each replica: two from this address, the most allowed.
+    for replica in [&a, &b] {
+        let (status, body) = initialize(&replica.url, &made_up_token()).await;
+        assert_eq!(status, 401, "{body}");
+    }
+    assert_eq!(lookups(&recorder), 3);
+
+    // Each replica saw one; together they saw two: both refuse, Zabbix not asked.
+    for replica in [&a, &b] {
+        let (status, body) = initialize(&replica.url, &made_up_token()).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(body["error"], "rate_limited", "{body}");
+        let message = body["message"].as_str().expect("message");
+        assert!(
+            message.starts_with(&format!(
+                "2 tokens from {} were rejected by Zabbix within 60 s",
+                source()
+            )),
+            "{message}"
+        );
+    }
+    assert_eq!(lookups(&recorder), 0, "Zabbix asked during the lockout");
+
+    // The token A saw accepted is spared by B, which never saw it: looked up, let in.
+    let (status, body) = initialize(&b.url, &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(lookups(&recorder), 1);
+    let metrics = reqwest::get(format!("{}/metrics", b.base))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="refused"} 1"#),
+        "{metrics}"
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
+    let lab = common::lab(7);
+    // A port nothing listens on: the store cannot say whether the address is locked out.
+    let closed = format!("redis://127.0.0.1:{}/", common::free_port());
+    let guard = common::start_with(config(&lab.url, &closed)).await;
+    let (status, body) = initialize(&guard.url, &lab.token).await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "internal_error", "{body}");
+    let message = body["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("cannot check the rejected-token lockout: shared store"),
+        "{message}"
+    );
+    guard.stop().await;
+}
