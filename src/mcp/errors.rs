@@ -522,6 +522,14 @@ mod tests {
             (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(42))
         );
         assert!(guessing.to_string().contains("for 42 s"), "{guessing}");
+        // The shared lockout unreadable: our failure, never dressed as Zabbix's.
+        let unchecked = refusal(&GuardError::Store(crate::store::StoreError::Timeout(
+            Duration::from_secs(3),
+        )));
+        assert_eq!(
+            (unchecked.status, unchecked.code),
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
+        );
         for malformed in [GuardError::DuplicateAuthorization, GuardError::TokenTooLong] {
             let refused = refusal(&malformed);
             assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
