@@ -14,12 +14,11 @@ use std::time::Duration;
 
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::app::App;
 
-/// How long one session may take to accept a notification before it is skipped: a client
-/// that reads nothing must not hold the others back.
+/// How long a session may take to accept a notification before it is skipped.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The sessions that hear `notifications/tools/list_changed`, and what says the list changed.
@@ -71,14 +70,21 @@ impl ListChanged {
             peers.retain(|p| !p.is_transport_closed());
             peers.clone()
         };
-        let mut told = 0;
-        for peer in &peers {
-            let sent = tokio::time::timeout(SEND_TIMEOUT, peer.notify_tool_list_changed()).await;
-            if matches!(sent, Ok(Ok(()))) {
-                told += 1;
-            }
+        // All at once: a session that does not take it holds up no other, and the whole
+        // announcement lasts SEND_TIMEOUT at most.
+        let sessions = peers.len();
+        let mut sends = JoinSet::new();
+        for peer in peers {
+            sends.spawn(async move {
+                let sent = tokio::time::timeout(SEND_TIMEOUT, peer.notify_tool_list_changed());
+                matches!(sent.await, Ok(Ok(())))
+            });
         }
-        tracing::info!(sessions = peers.len(), told, "tool list change announced");
+        let mut told = 0;
+        while let Some(sent) = sends.join_next().await {
+            told += usize::from(matches!(sent, Ok(true)));
+        }
+        tracing::info!(sessions, told, "tool list change announced");
         told
     }
 
