@@ -1,6 +1,7 @@
 //! Values read at scrape time from counters the app and the server already keep (in-flight
 //! calls, open connections and sessions, the decision log writer, the identity and list
-//! caches, policy, TLS certificate and Zabbix CA reloads), so the request path pays nothing extra for them.
+//! caches, policy, TLS certificate and Zabbix CA reloads, the last readiness check), so the
+//! request path pays nothing extra for them.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -48,6 +49,10 @@ pub struct Scrape {
     pub zabbix_trust: Option<TrustStatus>,
     /// The process's CPU, memory and descriptors (`None`: no `/proc` to read).
     pub process: Option<Process>,
+    /// Whether Zabbix answered the last readiness check (`None`: none ended yet).
+    pub zabbix_up: Option<bool>,
+    /// Whether the shared store answered it (`None`: memory, or none ended yet).
+    pub shared_store_up: Option<bool>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -147,6 +152,22 @@ impl Collector for Scrape {
                 "tls_certificate_expiry_timestamp_seconds",
                 "notAfter of the TLS certificate being served, in seconds since 1970-01-01 UTC",
                 tls.not_after,
+            )?;
+        }
+        if let Some(up) = self.zabbix_up {
+            gauge(
+                &mut encoder,
+                "zabbix_up",
+                "Whether Zabbix answered apiinfo.version at the last readiness check (every 10 s)",
+                u64::from(up),
+            )?;
+        }
+        if let Some(up) = self.shared_store_up {
+            gauge(
+                &mut encoder,
+                "shared_store_up",
+                "Whether the shared store (SharedStore=redis://...) answered PING at the last readiness check (every 10 s)",
+                u64::from(up),
             )?;
         }
         if let Some(trust) = &self.zabbix_trust {

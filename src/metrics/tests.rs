@@ -266,6 +266,8 @@ fn every_family_renders_as_valid_exposition() {
             max_fds: Some(1024),
             start_time_seconds: 1_796_400_123.45,
         }),
+        zabbix_up: Some(true),
+        shared_store_up: Some(false),
     });
     let samples = validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     // Ours are prefixed; the process's keep the names every client library gives them.
@@ -326,6 +328,8 @@ fn every_family_renders_as_valid_exposition() {
     );
     assert_eq!(v("rate_limited_total", &[("scope", "max_concurrent")]), 1.0);
     assert_eq!(v("rate_limited_total", &[("scope", "policy_rate")]), 0.0);
+    assert_eq!(v("zabbix_up", &[]), 1.0);
+    assert_eq!(v("shared_store_up", &[]), 0.0);
     assert_eq!(v("calls_in_flight", &[]), 2.0);
     assert_eq!(v("connections_open", &[]), 3.0);
     assert_eq!(v("connections_refused_total", &[]), 4.0);

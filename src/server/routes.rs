@@ -225,7 +225,7 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
     });
     // Only before the first check ends does a probe wait, and no longer than a call would.
     let Some(state) = ready
-        .zabbix(app.config.timeout + Duration::from_secs(1))
+        .checked(app.config.timeout + Duration::from_secs(1))
         .await
     else {
         return json_response(
@@ -233,20 +233,39 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
             &json!({"status": "not ready", "reason": "Zabbix not checked yet", "policy": policy_json}),
         );
     };
-    match state.result {
-        Ok(version) if policy.loaded => json_response(
+    let store = match &state.store {
+        None => json!({"backend": "memory"}),
+        Some(Ok(())) => json!({"backend": "redis", "reachable": true}),
+        Some(Err(error)) => json!({"backend": "redis", "reachable": false, "error": error}),
+    };
+    let version = match state.zabbix {
+        Ok(version) => version,
+        Err(reason) => {
+            return json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"status": "not ready", "reason": reason, "checked_at": state.checked_at,
+                        "shared_store": store}),
+            );
+        }
+    };
+    // Without the store, no call with a limit and no new caller is let in.
+    let not_ready = if !policy.loaded {
+        Some("no policy loaded".to_owned())
+    } else if let Some(Err(error)) = &state.store {
+        Some(format!("shared store unreachable: {error}"))
+    } else {
+        None
+    };
+    match not_ready {
+        None => json_response(
             StatusCode::OK,
             &json!({"status": "ready", "zabbix_version": version, "checked_at": state.checked_at,
-                    "policy": policy_json}),
+                    "policy": policy_json, "shared_store": store}),
         ),
-        Ok(version) => json_response(
+        Some(reason) => json_response(
             StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"status": "not ready", "reason": "no policy loaded",
-                    "zabbix_version": version, "checked_at": state.checked_at, "policy": policy_json}),
-        ),
-        Err(reason) => json_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"status": "not ready", "reason": reason, "checked_at": state.checked_at}),
+            &json!({"status": "not ready", "reason": reason, "zabbix_version": version,
+                    "checked_at": state.checked_at, "policy": policy_json, "shared_store": store}),
         ),
     }
 }

@@ -131,6 +131,7 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
             .saturating_sub(slots.available_permits())
     });
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    let checked = endpoint.readiness.last();
     let scrape = Scrape {
         in_flight: count(app.in_flight.count()),
         connections_open: count(connections_open),
@@ -157,6 +158,11 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
             .await
             .ok()
             .flatten(),
+        zabbix_up: checked.as_ref().map(|c| c.zabbix.is_ok()),
+        shared_store_up: checked
+            .as_ref()
+            .and_then(|c| c.store.as_ref())
+            .map(Result::is_ok),
     };
     let text = app.metrics.render(scrape);
     let mut response = Response::new(Full::new(Bytes::from(text)).boxed());

@@ -278,6 +278,14 @@ impl Store {
         }
     }
 
+    /// Whether the store answers (Redis: `PING` within the timeout); memory always does.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => r.ping().await,
+        }
+    }
+
     pub fn backend(&self) -> &'static str {
         match self {
             Store::Memory(_) => "memory",

@@ -251,6 +251,11 @@ impl RedisStore {
         .map(|_| ())
     }
 
+    pub(super) async fn ping(&self) -> Result<(), StoreError> {
+        self.run(|mut c| async move { redis::cmd("PING").query_async::<()>(&mut c).await })
+            .await
+    }
+
     pub(super) async fn use_once(&self, nonce: &str, ttl: Duration) -> Result<bool, StoreError> {
         let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
         let reply: Option<String> = self

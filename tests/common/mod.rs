@@ -479,6 +479,11 @@ pub async fn raw_initialize(http: &reqwest::Client, url: &str, token: &str) -> (
         .send()
         .await
         .expect("an answer");
+    status_and_body(response).await
+}
+
+/// An HTTP answer's status and body: JSON, or its text as a JSON string.
+pub async fn status_and_body(response: reqwest::Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let text = response.text().await.expect("a body");
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));

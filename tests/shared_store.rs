@@ -1,8 +1,10 @@
-//! `MaxRejectedTokens` across replicas: two sidecars sharing the lab's Redis
-//! (`SharedStore`) count one address's rejected tokens together, so a client spreading its
+//! What a sidecar shares through Redis (`SharedStore`) besides approvals and limits, and
+//! how it fares without it. `MaxRejectedTokens` across replicas: two sidecars sharing the
+//! lab's Redis count one address's rejected tokens together, so a client spreading its
 //! guesses over them gets one budget, not one each; a token Zabbix accepted through one
-//! replica is spared by the other; a store that does not answer refuses a lookup instead
-//! of skipping the check. Zabbix's traffic is recorded to show what was not asked.
+//! replica is spared by the other. A store that does not answer refuses a lookup instead
+//! of skipping the check, and makes the sidecar not ready (`/readyz`, `shared_store_up`).
+//! Zabbix's traffic is recorded to show what was not asked.
 
 mod common;
 
@@ -10,7 +12,7 @@ use std::net::IpAddr;
 
 use common::recorder::{self, Recorder};
 use common::zapi::TestUser;
-use serde_json::Value;
+use serde_json::{Value, json};
 use zabbix_mcp_guard::config::{Config, Secret};
 
 /// A source address of this test process's own in 127/8, so that the lockout it causes
@@ -35,6 +37,15 @@ async fn initialize(url: &str, token: &str) -> (u16, Value) {
         .build()
         .expect("client");
     common::raw_initialize(&http, url, token).await
+}
+
+/// A GET of `path` on the sidecar's listener (from loopback): the status and the body
+/// (JSON, or its text).
+async fn get(guard: &common::Guard, path: &str) -> (u16, Value) {
+    let response = reqwest::get(format!("{}{path}", guard.base))
+        .await
+        .expect("an answer");
+    common::status_and_body(response).await
 }
 
 /// 64 hex digits, shaped as a Zabbix API token, that no Zabbix issued.
@@ -105,16 +116,25 @@ async fn count_together(lab: common::Lab, token: String) {
     let (status, body) = initialize(&b.url, &token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(lookups(&recorder), 1);
-    let metrics = reqwest::get(format!("{}/metrics", b.base))
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    // /readyz waits for the first check; /metrics then reads it.
+    let (status, ready) = get(&b, "/readyz").await;
+    assert_eq!(status, 200, "{ready}");
+    assert_eq!(
+        ready["shared_store"],
+        json!({"backend": "redis", "reachable": true})
+    );
+    let metrics = get(&b, "/metrics").await.1;
+    let metrics = metrics.as_str().expect("text");
     assert!(
         metrics.contains(r#"zabbix_mcp_guard_identity_cache_lookups_total{result="refused"} 1"#),
         "{metrics}"
     );
+    for line in [
+        "zabbix_mcp_guard_shared_store_up 1",
+        "zabbix_mcp_guard_zabbix_up 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line}: {metrics}");
+    }
     a.stop().await;
     b.stop().await;
 }
@@ -132,6 +152,20 @@ async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
     assert!(
         message.starts_with("cannot check the rejected-token lockout: shared store"),
         "{message}"
+    );
+    // Not ready, and says why; the gauge an alert reads.
+    let (status, ready) = get(&guard, "/readyz").await;
+    assert_eq!(status, 503, "{ready}");
+    let reason = ready["reason"].as_str().expect("reason");
+    assert!(reason.starts_with("shared store unreachable: "), "{reason}");
+    assert_eq!(ready["shared_store"]["reachable"], false, "{ready}");
+    let metrics = get(&guard, "/metrics").await.1;
+    let metrics = metrics.as_str().expect("text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "zabbix_mcp_guard_shared_store_up 0"),
+        "{metrics}"
     );
     guard.stop().await;
 }
