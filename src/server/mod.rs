@@ -10,6 +10,7 @@ mod gate;
 pub mod guard;
 pub mod hangup;
 pub(crate) mod malformed;
+mod method;
 pub mod peers;
 mod ready;
 pub(crate) mod rejected;

@@ -148,23 +148,29 @@ where
                             request.extensions_mut().insert(splice.clone());
                             splice.apply(mcp.call(request).await).await
                         }
-                        Some(owners) => match owners.admit(request.headers(), &token_id).await {
-                            Ok(Admission::Existing) => {
-                                let deleting = request.method() == Method::DELETE;
-                                let mut response = mcp.call(request).await;
-                                if deleting {
-                                    owners.forget_ended().await;
-                                    ended_is_no_content(&mut response);
+                        Some(owners) => {
+                            let (parts, bytes) = direct::into_bytes(request).await;
+                            let admission = owners.admit(&parts.headers, &bytes, &token_id).await;
+                            let request = Request::from_parts(parts, Full::new(bytes));
+                            match admission {
+                                Ok(Admission::Existing) => {
+                                    let deleting = request.method() == Method::DELETE;
+                                    let mut response = mcp.call(request).await;
+                                    if deleting {
+                                        owners.forget_ended().await;
+                                        ended_is_no_content(&mut response);
+                                    }
+                                    response
                                 }
-                                response
+                                Ok(Admission::New(_creating)) => {
+                                    let response = mcp.call(request).await;
+                                    owners.record(response.headers(), &token_id).await;
+                                    response
+                                }
+                                Ok(Admission::Sessionless) => mcp.call(request).await,
+                                Err(response) => return response,
                             }
-                            Ok(Admission::New(_creating)) => {
-                                let response = mcp.call(request).await;
-                                owners.record(response.headers(), &token_id).await;
-                                response
-                            }
-                            Err(response) => return response,
-                        },
+                        }
                     };
                     response.map(|body| hangup.into_body(body).boxed())
                 }

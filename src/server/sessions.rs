@@ -2,6 +2,10 @@
 //! (`MaxSessions`) and per token (`MaxSessionsPerToken`, so one caller cannot take every
 //! session); rmcp's session manager ends idle ones (`SessionIdleTimeout`). A session id
 //! another token holder learned is "not found" to them: they can neither use nor delete it.
+//!
+//! Only an `initialize` creates a session. Requests of protocol 2026-07-28 carry none and
+//! rmcp serves them statelessly in either mode: they pass without the creation lock and
+//! without counting against the cap (`Admission::Sessionless`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -10,9 +14,11 @@ use http::{HeaderMap, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
+use crate::server::method;
 use crate::server::routes::{Body, json_response};
 
 const SESSION_HEADER: &str = "mcp-session-id";
+const INITIALIZE: &str = "initialize";
 
 /// Who owns which session, beside rmcp's own session table.
 pub(crate) struct SessionOwners {
@@ -31,6 +37,8 @@ pub(crate) enum Admission<'a> {
     Existing,
     /// It may create a session; the guard keeps creation serialized until recorded.
     New(tokio::sync::MutexGuard<'a, ()>),
+    /// It names no session and cannot create one (rmcp serves or refuses it as such).
+    Sessionless,
 }
 
 impl SessionOwners {
@@ -50,6 +58,7 @@ impl SessionOwners {
     pub async fn admit(
         &self,
         headers: &HeaderMap,
+        body: &[u8],
         token_id: &str,
     ) -> Result<Admission<'_>, http::Response<Body>> {
         if let Some(id) = headers.get(SESSION_HEADER) {
@@ -67,6 +76,9 @@ impl SessionOwners {
                     &json!({"error": "session_not_found", "message": "no such session"}),
                 ))
             };
+        }
+        if !method::may_be(body, INITIALIZE) {
+            return Ok(Admission::Sessionless);
         }
         let guard = self.creating.lock().await;
         let open = self.manager.sessions.read().await.len();
