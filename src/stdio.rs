@@ -14,9 +14,9 @@ use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
 use crate::app::App;
 use crate::list_changed::ListChanged;
@@ -89,7 +89,8 @@ pub async fn run(app: Arc<App>, token: ApiToken) -> Result<(), StdioError> {
         Err(error) => Err(StdioError::Serve(error.to_string())),
     };
     watcher.abort();
-    for task in [trust_watcher, announcer].into_iter().flatten() {
+    announcer.abort();
+    if let Some(task) = trust_watcher {
         task.abort();
     }
     let log = app.decisions.clone();
@@ -131,6 +132,17 @@ impl ServerHandler for StdioHandler {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.inner.on_initialized(context).await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        self.inner.listen(subscription).await
     }
 
     async fn list_tools(

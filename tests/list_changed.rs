@@ -28,7 +28,7 @@ impl Sidecar {
     fn start(name: &str, extra: &str) -> Sidecar {
         let lab = common::lab(7);
         let dir = common::scratch_dir(name);
-        let policies = policy_copy(&dir);
+        let policies = common::policy_copy(&dir);
         let conf = dir.join("guard.conf");
         let port = common::free_port();
         write_config(&conf, &lab, port, &policies, extra);
@@ -70,19 +70,6 @@ fn write_config(path: &Path, lab: &common::Lab, port: u16, policies: &Path, extr
         policies = policies.display(),
     );
     std::fs::write(path, text).expect("config written");
-}
-
-/// A copy of the shipped policy set, to change while the sidecar runs.
-fn policy_copy(dir: &Path) -> PathBuf {
-    let policies = dir.join("policies");
-    std::fs::create_dir_all(&policies).expect("policy dir");
-    for file in ["default.rego", "default_test.rego"] {
-        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("policies")
-            .join(file);
-        std::fs::copy(from, policies.join(file)).expect("policy copied");
-    }
-    policies
 }
 
 /// The Python SDK holding one session that waits for `notifications` notifications; its

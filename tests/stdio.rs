@@ -10,7 +10,12 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use rmcp::ServiceExt;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
+    SubscriptionFilter,
+};
+use rmcp::service::ClientLifecycleMode;
+use rmcp::service::ClientServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -269,4 +274,64 @@ fn unreadable_params_are_invalid_params_over_stdio() {
         answer["error"]["message"],
         "invalid params for tools/call: missing field `params`"
     );
+}
+
+#[tokio::test]
+async fn a_2026_client_over_stdio_hears_changes_on_its_listen_stream() {
+    common::init();
+    let lab = common::lab(7);
+    let policies = policy_dir();
+    let mut child = common::Running(
+        binary(&lab, Some(&lab.token_viewer), &policies)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the sidecar"),
+    );
+    let to_child = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(
+        child.0.stdin.take().expect("stdin"),
+    )));
+    let from_child = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(
+        child.0.stdout.take().expect("stdout"),
+    )));
+    let client = common::client_info(ProtocolVersion::V_2026_07_28)
+        .serve_with_lifecycle(
+            (from_child, to_child),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("the MCP client discovers over stdio");
+    let mut subscription = client
+        .peer()
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .expect("listen");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+
+    let rego = policies.join("policy.rego");
+    std::fs::write(&rego, format!("{DENY_HOSTGROUP_GET}\n# revised\n")).expect("policy changed");
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(30), subscription.next())
+        .await
+        .expect("a notification within 30 s")
+        .expect("the stream reads");
+    assert!(
+        matches!(
+            heard,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{heard:?}"
+    );
+    subscription
+        .cancel()
+        .await
+        .expect("the client ends its stream");
+    client.cancel().await.expect("client closes");
+    let status = tokio::task::spawn_blocking(move || child.0.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(status.success(), "{status}");
 }

@@ -18,10 +18,11 @@ use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    InitializeRequestParams, InitializeResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use tracing::Instrument;
 
 use crate::app::App;
@@ -97,14 +98,14 @@ return {results, count, truncated, truncated_by, limit, note}; when truncated, n
 triggers carry a `uri` readable as a resource. Denied calls return a decision_id.";
 
 impl ServerHandler for GuardHandler {
+    /// `tools.listChanged`: listen streams (2026-07-28) hear the change in every mode;
+    /// `initialize` takes it back where sessions do not (stateless).
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
             .build();
-        if self.app.list_changed.enabled()
-            && let Some(tools) = capabilities.tools.as_mut()
-        {
+        if let Some(tools) = capabilities.tools.as_mut() {
             tools.list_changed = Some(true);
         }
         ServerConfig::new(capabilities)
@@ -113,6 +114,38 @@ impl ServerHandler for GuardHandler {
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    /// A client of the protocols before 2026-07-28: told `tools.listChanged` only where it
+    /// keeps a session to hear it on.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if !self.app.list_changed.sessions()
+            && let Some(tools) = result.capabilities.tools.as_mut()
+        {
+            tools.list_changed = None;
+        }
+        Ok(result)
+    }
+
+    /// `subscriptions/listen` (2026-07-28): the tool list's changes are all there is to hear.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// A listen stream, open until its client ends it or the server shuts down (its count
+    /// is bounded before rmcp sees the request: `server::listeners`).
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        self.app.list_changed.listen(subscription).await;
+        Ok(())
     }
 
     /// A session that can hear `notifications/tools/list_changed` from now on.

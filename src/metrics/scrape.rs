@@ -28,6 +28,8 @@ pub struct Scrape {
     pub connections_refused: u64,
     /// Stateful MCP sessions open (0 in stateless mode).
     pub sessions_open: u64,
+    /// `subscriptions/listen` streams open (protocol 2026-07-28).
+    pub listen_streams_open: u64,
     /// Request-body bytes held now: being received, or waiting for their answer.
     pub request_body_bytes: u64,
     pub decision_log_written: u64,
@@ -95,6 +97,12 @@ impl Collector for Scrape {
             "sessions_open",
             "MCP sessions open (SessionMode=stateful; 0 when stateless)",
             self.sessions_open,
+        )?;
+        gauge(
+            &mut encoder,
+            "listen_streams_open",
+            "subscriptions/listen streams open (protocol 2026-07-28), capped like sessions",
+            self.listen_streams_open,
         )?;
         gauge(
             &mut encoder,

@@ -237,6 +237,7 @@ fn every_family_renders_as_valid_exposition() {
         connections_open: 3,
         connections_refused: 4,
         sessions_open: 5,
+        listen_streams_open: 6,
         request_body_bytes: 4_096,
         decision_log_written: 6,
         decision_log_dropped: 7,
@@ -334,6 +335,7 @@ fn every_family_renders_as_valid_exposition() {
     assert_eq!(v("connections_open", &[]), 3.0);
     assert_eq!(v("connections_refused_total", &[]), 4.0);
     assert_eq!(v("sessions_open", &[]), 5.0);
+    assert_eq!(v("listen_streams_open", &[]), 6.0);
     assert_eq!(v("request_body_bytes", &[]), 4_096.0);
     let lines = |result| [("result", result)];
     assert_eq!(v("decision_log_lines_total", &lines("written")), 6.0);

@@ -9,6 +9,7 @@ mod direct_parse;
 mod gate;
 pub mod guard;
 pub mod hangup;
+pub(crate) mod listeners;
 pub(crate) mod malformed;
 mod method;
 pub mod peers;
@@ -44,6 +45,7 @@ pub(crate) use crate::server::conn::Routes;
 use crate::server::direct::Direct;
 use crate::server::gate::McpGate;
 use crate::server::guard::AllowedHosts;
+use crate::server::listeners::Listeners;
 use crate::server::ready::Readiness;
 use crate::server::routes::{McpEndpoint, McpService};
 use crate::server::sessions::SessionOwners;
@@ -82,8 +84,10 @@ pub struct Server {
     certificate_watcher: Option<tokio::task::JoinHandle<()>>,
     /// Reloads the CAs trusted toward Zabbix when `TLSCAFile` changes or on SIGHUP.
     trust_watcher: Option<tokio::task::JoinHandle<()>>,
-    /// Tells stateful sessions that the tool list changed (`SessionMode=stateful`).
-    announcer: Option<tokio::task::JoinHandle<()>>,
+    /// Tells sessions and listen streams that the tool list changed.
+    announcer: tokio::task::JoinHandle<()>,
+    /// The listen streams open, which shutdown ends before rmcp's sessions.
+    listeners: Arc<Listeners>,
     readiness_task: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
@@ -132,6 +136,7 @@ impl Server {
         let certificate_watcher = certificate.map(|c| c.spawn_watcher(DEFAULT_POLL_INTERVAL));
         let trust_watcher = app.zabbix.spawn_trust_watcher(DEFAULT_POLL_INTERVAL);
         let announcer = ListChanged::spawn(&app);
+        let listeners = endpoint.listeners.clone();
         Ok(Server {
             addrs,
             approval_addrs,
@@ -143,6 +148,7 @@ impl Server {
             certificate_watcher,
             trust_watcher,
             announcer,
+            listeners,
             readiness_task,
             app,
         })
@@ -164,22 +170,25 @@ impl Server {
     /// Stops accepting, lets in-flight requests finish (bounded), then returns.
     pub async fn shutdown(mut self) {
         self.cancel.cancel();
-        // Calls in flight finish first; then rmcp's sessions end, which closes the streams
-        // stateful clients keep open, and the connections drain.
+        // Listen streams would hold their connections to the end of the grace period: they
+        // end now, each with its final result.
+        self.app.list_changed.close();
+        // Calls in flight finish and listen streams send their last message first; then
+        // rmcp's sessions end, which closes the streams stateful clients keep open, and
+        // the connections drain.
         let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
-        while self.app.in_flight.count() > 0 && tokio::time::Instant::now() < deadline {
+        while (self.app.in_flight.count() > 0 || self.listeners.open() > 0)
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.mcp_cancel.cancel();
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
-        for watcher in [
-            &self.certificate_watcher,
-            &self.trust_watcher,
-            &self.announcer,
-        ]
-        .into_iter()
-        .flatten()
+        self.announcer.abort();
+        for watcher in [&self.certificate_watcher, &self.trust_watcher]
+            .into_iter()
+            .flatten()
         {
             watcher.abort();
         }
@@ -323,6 +332,10 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
         gate,
         direct,
         bodies: Arc::new(BodyBudget::new(BODY_BUDGET_BYTES)),
+        listeners: Listeners::new(
+            app.config.limits.max_sessions,
+            app.config.limits.max_sessions_per_token,
+        ),
     }
 }
 

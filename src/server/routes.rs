@@ -27,9 +27,11 @@ use crate::server::direct::{self, Direct, Served};
 use crate::server::gate::McpGate;
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
+use crate::server::listeners::{self, Listeners};
 use crate::server::malformed::{self, MalformedBody};
 use crate::server::ready::Readiness;
 use crate::server::sessions::{Admission, SessionOwners};
+use crate::zabbix::Caller;
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -52,6 +54,8 @@ pub struct McpEndpoint {
     pub(crate) direct: Option<Arc<Direct>>,
     /// The bytes all request bodies may hold at once.
     pub(crate) bodies: Arc<BodyBudget>,
+    /// Bounds the `subscriptions/listen` streams open at once.
+    pub(crate) listeners: Arc<Listeners>,
 }
 
 #[derive(Clone)]
@@ -73,6 +77,18 @@ impl McpEndpoint {
         // The body stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
         let json_body = direct::is_json(request.headers());
         let (parts, bytes) = direct::into_bytes(request).await;
+        let listening = if parts.method == Method::POST && listeners::may_listen(&bytes) {
+            let token_id = parts
+                .extensions
+                .get::<Caller>()
+                .map_or("", |caller| caller.token_id.as_str());
+            match self.listeners.admit(token_id) {
+                Ok(permit) => Some(permit),
+                Err(refused) => return refused.response(),
+            }
+        } else {
+            None
+        };
         let request = Request::from_parts(parts, Full::new(bytes.clone()));
         let result = match &self.service {
             McpService::Stateless(service) => service.clone().call(request).await,
@@ -89,7 +105,10 @@ impl McpEndpoint {
         {
             return malformed_body(&error);
         }
-        response
+        match listening {
+            Some(permit) => listeners::hold(response, permit),
+            None => response,
+        }
     }
 }
 

@@ -139,6 +139,7 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
             .refused_connections
             .load(std::sync::atomic::Ordering::Relaxed),
         sessions_open: count(sessions_open),
+        listen_streams_open: count(endpoint.listeners.open()),
         request_body_bytes: count(endpoint.bodies.held()),
         decision_log_written: app.decisions.written(),
         decision_log_dropped: app.decisions.dropped(),

@@ -239,7 +239,7 @@ pub async fn start_with(config: Config) -> Guard {
     }
 }
 
-fn client_info(version: ProtocolVersion) -> ClientConfig {
+pub fn client_info(version: ProtocolVersion) -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("zabbix-mcp-guard-tests", "1.0"),
@@ -508,4 +508,17 @@ pub async fn python_sdk(script: &'static str, args: Vec<String>) -> serde_json::
     })
     .await
     .unwrap()
+}
+
+/// A copy of the shipped policy set in `dir`, to change while a sidecar runs.
+pub fn policy_copy(dir: &std::path::Path) -> PathBuf {
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).expect("policy dir");
+    for file in ["default.rego", "default_test.rego"] {
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("policies")
+            .join(file);
+        std::fs::copy(from, policies.join(file)).expect("policy copied");
+    }
+    policies
 }
