@@ -52,19 +52,28 @@ fn binary(lab: &common::Lab, token: Option<&str>, policies: &Path) -> Command {
     command
 }
 
+/// The binary with the viewer's token, its stdin and stdout piped to the test.
+fn spawn_piped(lab: &common::Lab, policies: &Path, stderr: impl Into<Stdio>) -> common::Running {
+    common::Running(
+        binary(lab, Some(&lab.token_viewer), policies)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn the sidecar"),
+    )
+}
+
 #[tokio::test]
 async fn a_spawned_rmcp_client_calls_tools_over_stdio() {
     common::init();
     let lab = common::lab(7);
     let stderr_path = common::temp_path("stdio.stderr");
     let policies = policy_dir();
-    let mut child = common::Running(
-        binary(&lab, Some(&lab.token_viewer), &policies)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
-            .spawn()
-            .expect("spawn the sidecar"),
+    let mut child = spawn_piped(
+        &lab,
+        &policies,
+        std::fs::File::create(&stderr_path).expect("stderr file"),
     );
     let to_child = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(
         child.0.stdin.take().expect("stdin"),
@@ -233,14 +242,7 @@ fn unreadable_params_are_invalid_params_over_stdio() {
 
     let lab = common::lab(7);
     let policies = policy_dir();
-    let mut child = common::Running(
-        binary(&lab, Some(&lab.token_viewer), &policies)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawns"),
-    );
+    let mut child = spawn_piped(&lab, &policies, Stdio::null());
     let mut stdin = child.0.stdin.take().expect("stdin");
     let stdout = child.0.stdout.take().expect("stdout");
     for line in [
@@ -281,14 +283,7 @@ async fn a_2026_client_over_stdio_hears_changes_on_its_listen_stream() {
     common::init();
     let lab = common::lab(7);
     let policies = policy_dir();
-    let mut child = common::Running(
-        binary(&lab, Some(&lab.token_viewer), &policies)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the sidecar"),
-    );
+    let mut child = spawn_piped(&lab, &policies, Stdio::null());
     let to_child = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(
         child.0.stdin.take().expect("stdin"),
     )));
