@@ -91,7 +91,7 @@ impl ListChanged {
 
     /// Serves one `subscriptions/listen` stream until its client ends it or the server
     /// shuts down (`close`); the stream hears every change meanwhile, if it asked to.
-    pub(crate) async fn listen(&self, subscription: SubscriptionContext) {
+    pub(crate) async fn listen(&self, subscription: &SubscriptionContext) {
         let key = (subscription.accepted().tools_list_changed == Some(true)).then(|| {
             let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
             let key = streams.next;

@@ -142,7 +142,7 @@ impl ServerHandler for StdioHandler {
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
-        self.inner.listen(subscription).await
+        self.inner.listen_as(&subscription, &self.token).await
     }
 
     async fn list_tools(

@@ -1,17 +1,20 @@
 //! `subscriptions/listen` (protocol 2026-07-28) against the 7.0 lab: a listen stream hears
 //! `notifications/tools/list_changed` in both session modes (rmcp's client, and the wire
 //! read as raw SSE); streams are capped like sessions, per token and in all, and their
-//! places are given back when they end; shutdown ends each with its final result. In the
+//! places are given back when they end; shutdown ends each with its final result, and a
+//! token Zabbix no longer accepts ends its streams with the error a request gets. In the
 //! stateful mode, 2026-07-28 requests (which carry no session) need no session place.
 
 mod common;
 
 use std::time::Duration;
 
+use common::zapi::{TestUser, admin};
 use common::{config_for, start_with};
 use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
 use serde_json::{Value, json};
 use zabbix_mcp_guard::config::{Config, SessionMode};
+use zabbix_mcp_guard::zabbix::ApiToken;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -283,4 +286,64 @@ async fn stateful_sidecars_serve_2026_requests_without_a_session_place() {
     client.cancel().await.unwrap();
     session.cancel().await.unwrap();
     guard.stop().await;
+}
+
+#[tokio::test]
+async fn a_revoked_token_ends_its_listen_stream() {
+    let lab = common::lab(7);
+    let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = TestUser::create(&lab, &viewers, &[]).await;
+    // Checked in a task of its own so that the user is deleted even when an assertion fails.
+    let checked = tokio::spawn(ended_when_revoked(
+        lab.clone(),
+        user.userid.clone(),
+        user.token.clone(),
+    ))
+    .await;
+    user.delete(&lab).await;
+    let guard = checked.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()));
+    common::wait_until("the stream's place to be given back", WAIT, async || {
+        listen_streams_open(&guard).await == 0.0
+    })
+    .await;
+    guard.stop().await;
+}
+
+/// The sidecar whose stream of `token` ended when the token was revoked.
+async fn ended_when_revoked(lab: common::Lab, userid: String, token: String) -> common::Guard {
+    let (config, _) = config("listen-revoked", SessionMode::Stateless);
+    let guard = start_with(config).await;
+    let mut stream = Sse::new(post_listen(&guard.url, &token, 9).await);
+    assert!(stream.next().await.is_some(), "acknowledged");
+
+    let tokens = admin(
+        &lab,
+        "token.get",
+        json!({"userids": [userid], "output": ["tokenid"]}),
+    )
+    .await;
+    let ids: Vec<Value> = tokens
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .map(|t| t["tokenid"].clone())
+        .collect();
+    assert_eq!(ids.len(), 1, "{tokens}");
+    admin(&lab, "token.delete", Value::Array(ids)).await;
+    // Lapsed from the identity cache now rather than within its minute; the stream looks
+    // again when its own minute is up.
+    guard
+        .app()
+        .callers
+        .forget(&ApiToken::new(token.clone()))
+        .await;
+    // The identity cache's minute, and a margin.
+    let last = tokio::time::timeout(Duration::from_secs(120), stream.next())
+        .await
+        .expect("the stream ends within two minutes of the revocation")
+        .expect("an answer ending the stream");
+    assert_eq!(last["id"], 9, "{last}");
+    assert_eq!(last["error"]["data"]["code"], "unauthorized", "{last}");
+    assert!(stream.next().await.is_none(), "the stream ends with it");
+    guard
 }

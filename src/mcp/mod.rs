@@ -28,7 +28,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::mcp::errors::{ToolError, unknown_tool};
 use crate::mcp::gate::Subject;
-use crate::zabbix::Caller;
+use crate::zabbix::{ApiToken, Caller};
 
 /// The caller, the version's tool list, and the caller as the policy input describes it.
 struct Asked {
@@ -64,6 +64,24 @@ impl GuardHandler {
             &asked.subject,
             out,
         ))
+    }
+
+    /// Serves a listen stream of `token` until its client ends it, the server shuts down,
+    /// or Zabbix no longer accepts the token (checked each time its cached identity
+    /// lapses): a revoked token keeps nothing open. The last ends it with the error a
+    /// request with that token gets.
+    pub(crate) async fn listen_as(
+        &self,
+        subscription: &SubscriptionContext,
+        token: &ApiToken,
+    ) -> Result<(), McpError> {
+        tokio::select! {
+            () = self.app.list_changed.listen(subscription) => Ok(()),
+            refused = self.app.callers.until_rejected(&self.app.zabbix, token) => {
+                tracing::info!(token_id = %token.id(), reason = %refused, "listen stream ended: the token no longer resolves");
+                Err(errors::caller_rpc(&refused))
+            }
+        }
     }
 
     /// Who asks and the tool list of the Zabbix version: what every request starts from.
@@ -141,11 +159,11 @@ impl ServerHandler for GuardHandler {
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
-    /// A listen stream, open until its client ends it or the server shuts down (its count
-    /// is bounded before rmcp sees the request: `server::listeners`).
+    /// A listen stream (its count is bounded before rmcp sees the request:
+    /// `server::listeners`).
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
-        self.app.list_changed.listen(subscription).await;
-        Ok(())
+        let caller = caller(subscription.request_context())?;
+        self.listen_as(&subscription, &caller.token).await
     }
 
     /// A session that can hear `notifications/tools/list_changed` from now on.

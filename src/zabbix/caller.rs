@@ -74,6 +74,8 @@ pub enum CallerError {
 /// Resolves tokens to identities, with a bounded, short-lived cache.
 pub struct CallerResolver {
     cache: Cache<[u8; 32], Arc<Identity>, FastState>,
+    /// How long an identity is taken as Zabbix gave it.
+    ttl: Duration,
     /// Lookups answered from the cache, and lookups that asked Zabbix (read by `/metrics`).
     hits: AtomicU64,
     misses: AtomicU64,
@@ -126,6 +128,7 @@ impl CallerResolver {
                 .max_capacity(capacity)
                 .time_to_live(ttl)
                 .build_with_hasher(FastState::default()),
+            ttl,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -152,6 +155,20 @@ impl CallerResolver {
     /// again. For tests that need that state without waiting out the TTL.
     pub async fn forget(&self, token: &ApiToken) {
         self.cache.invalidate(&token.digest()).await;
+    }
+
+    /// Returns once `token` no longer resolves, looked up again each time its cached
+    /// identity has lapsed: for what a token keeps open after its request was let in (a
+    /// listen stream). A Zabbix that does not answer is no verdict, so it ends nothing; the
+    /// next round asks again.
+    pub async fn until_rejected(&self, client: &ZabbixClient, token: &ApiToken) -> CallerError {
+        loop {
+            tokio::time::sleep(self.ttl).await;
+            match self.resolve(client, token).await {
+                Ok(_) | Err(CallerError::Upstream(_)) => {}
+                Err(refused) => return refused,
+            }
+        }
     }
 
     /// The identity behind `token`; concurrent lookups of one token share one Zabbix call.
