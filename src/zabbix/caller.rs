@@ -305,7 +305,10 @@ pub(crate) fn clone_upstream(error: &ZabbixError) -> ZabbixError {
 mod tests {
     use serde_json::json;
 
-    use super::{ApiToken, CallerError, group_names};
+    use std::time::Duration;
+
+    use super::{ApiToken, CallerError, CallerResolver, group_names};
+    use crate::zabbix::{ClientSettings, ZabbixClient};
 
     #[test]
     fn group_names_need_a_complete_answer() {
@@ -321,6 +324,34 @@ mod tests {
                 "{partial}"
             );
         }
+    }
+
+    /// A Zabbix that does not answer is no verdict on a token: what waits for its rejection
+    /// (a listen stream) goes on.
+    #[tokio::test]
+    async fn an_unreachable_zabbix_rejects_no_token() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let client = ZabbixClient::new(&ClientSettings {
+            api_url: format!("http://127.0.0.1:{port}/api_jsonrpc.php"),
+            timeout: Duration::from_secs(1),
+            ca_file: None,
+            ignore_cert_errors: false,
+            max_response_bytes: 1 << 20,
+            max_concurrency: 4,
+        })
+        .unwrap();
+        let resolver = CallerResolver::new(16, Duration::from_millis(5));
+        let token = ApiToken::new("t".repeat(64));
+        let rounds = resolver.until_rejected(&client, &token);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), rounds)
+                .await
+                .is_err(),
+            "ended on an unreachable Zabbix"
+        );
+        assert!(resolver.misses() >= 2, "it asked more than once");
     }
 
     #[test]
