@@ -9,9 +9,9 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::zapi::{TestUser, admin};
+use common::zapi::TestUser;
 use common::{Lab, config_for, seed_id, start_with};
-use serde_json::{Value, json};
+use serde_json::Value;
 use zabbix_mcp_guard::zabbix::ApiToken;
 
 /// One raw `initialize` POST: the identity is resolved before MCP sees the request.
@@ -173,39 +173,22 @@ async fn a_token_revoked_since_its_acceptance_is_rejected_through_a_lockout() {
     let user = TestUser::create(&lab, &viewers, &[]).await;
     // Checked in a task of its own so that the user and role are deleted even when an
     // assertion fails.
-    let checked = tokio::spawn(revoked_through_a_lockout(
-        lab.clone(),
-        user.userid.clone(),
-        user.token.clone(),
-    ))
-    .await;
+    let checked = tokio::spawn(revoked_through_a_lockout(lab.clone(), user.clone())).await;
     user.delete(&lab).await;
     if let Err(error) = checked {
         std::panic::resume_unwind(error.into_panic());
     }
 }
 
-async fn revoked_through_a_lockout(lab: Lab, userid: String, token: String) {
+async fn revoked_through_a_lockout(lab: Lab, user: TestUser) {
+    let token = user.token.clone();
     let mut config = config_for(&lab.url);
     config.limits.max_rejected_tokens = 2;
     let guard = start_with(config).await;
     let (status, body) = initialize(&guard.url, &token).await;
     assert_eq!(status, 200, "{body}");
     // Revoked in Zabbix, and lapsed from the identity cache as it would a minute later.
-    let tokens = admin(
-        &lab,
-        "token.get",
-        json!({"userids": [userid], "output": ["tokenid"]}),
-    )
-    .await;
-    let ids: Vec<Value> = tokens
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["tokenid"].clone())
-        .collect();
-    assert_eq!(ids.len(), 1, "{tokens}");
-    admin(&lab, "token.delete", Value::Array(ids)).await;
+    user.revoke_token(&lab).await;
     guard
         .app()
         .callers

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::zapi::{TestUser, admin};
+use common::zapi::TestUser;
 use common::{config_for, start_with};
 use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
 use serde_json::{Value, json};
@@ -294,12 +294,7 @@ async fn a_revoked_token_ends_its_listen_stream() {
     let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
     let user = TestUser::create(&lab, &viewers, &[]).await;
     // Checked in a task of its own so that the user is deleted even when an assertion fails.
-    let checked = tokio::spawn(ended_when_revoked(
-        lab.clone(),
-        user.userid.clone(),
-        user.token.clone(),
-    ))
-    .await;
+    let checked = tokio::spawn(ended_when_revoked(lab.clone(), user.clone())).await;
     user.delete(&lab).await;
     let guard = checked.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()));
     common::wait_until("the stream's place to be given back", WAIT, async || {
@@ -310,26 +305,14 @@ async fn a_revoked_token_ends_its_listen_stream() {
 }
 
 /// The sidecar whose stream of `token` ended when the token was revoked.
-async fn ended_when_revoked(lab: common::Lab, userid: String, token: String) -> common::Guard {
+async fn ended_when_revoked(lab: common::Lab, user: TestUser) -> common::Guard {
+    let token = user.token.clone();
     let (config, _) = config("listen-revoked", SessionMode::Stateless);
     let guard = start_with(config).await;
     let mut stream = Sse::new(post_listen(&guard.url, &token, 9).await);
     assert!(stream.next().await.is_some(), "acknowledged");
 
-    let tokens = admin(
-        &lab,
-        "token.get",
-        json!({"userids": [userid], "output": ["tokenid"]}),
-    )
-    .await;
-    let ids: Vec<Value> = tokens
-        .as_array()
-        .expect("tokens")
-        .iter()
-        .map(|t| t["tokenid"].clone())
-        .collect();
-    assert_eq!(ids.len(), 1, "{tokens}");
-    admin(&lab, "token.delete", Value::Array(ids)).await;
+    user.revoke_token(&lab).await;
     // Lapsed from the identity cache now rather than within its minute; the stream looks
     // again when its own minute is up.
     guard

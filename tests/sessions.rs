@@ -1,11 +1,13 @@
 //! Issue 12, sessions (stateful mode): a session belongs to the token that created it
 //! (another token holder who learns its id can neither use nor delete it), sessions are
-//! capped by `MaxSessions`, and idle ones end after `SessionIdleTimeout`.
+//! capped by `MaxSessions`, idle ones end after `SessionIdleTimeout`, and a token revoked
+//! in Zabbix loses its sessions.
 
 mod common;
 
 use std::time::Duration;
 
+use common::zapi::TestUser;
 use reqwest::{Client, Response};
 use serde_json::json;
 use zabbix_mcp_guard::config::SessionMode;
@@ -160,4 +162,60 @@ async fn one_token_cannot_take_every_session() {
     let again = post(&http, url, &lab.token_viewer, None, &initialize()).await;
     assert_eq!(again.status(), 200);
     guard.stop().await;
+}
+
+/// A session lives no longer than Zabbix accepts its token: once the token is deleted in
+/// Zabbix, its sessions are closed when the identity cache next lets identities lapse,
+/// and only its own. Against the 7.0 lab, with a user of the test's own.
+#[tokio::test]
+async fn a_revoked_tokens_sessions_are_closed() {
+    let lab = common::lab(7);
+    let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = TestUser::create(&lab, &viewers, &[]).await;
+    // Checked in a task of its own so that the user is deleted even when an assertion fails.
+    let checked = tokio::spawn(revoked_with_sessions(lab.clone(), user.clone())).await;
+    user.delete(&lab).await;
+    let (guard, other) =
+        checked.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()));
+    // The cache's minute, and a margin.
+    common::wait_until(
+        "the revoked token's session to close",
+        Duration::from_secs(120),
+        async || sessions_open(&guard).await == 1.0,
+    )
+    .await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let kept = post(
+        &Client::new(),
+        &guard.url,
+        &lab.token,
+        Some(&other),
+        &initialized,
+    )
+    .await;
+    assert_eq!(kept.status(), 202, "the other token's session is kept");
+    guard.stop().await;
+}
+
+async fn sessions_open(guard: &common::Guard) -> f64 {
+    common::metrics::scrape(&guard.base)
+        .await
+        .get("sessions_open")
+}
+
+/// A stateful sidecar with a session of `user`'s, whose token is then revoked, and one of
+/// the lab's Admin, whose id it returns.
+async fn revoked_with_sessions(lab: common::Lab, user: TestUser) -> (common::Guard, String) {
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let mine = post(&http, &guard.url, &user.token, None, &initialize()).await;
+    assert_eq!(mine.status(), 200);
+    let other = post(&http, &guard.url, &lab.token, None, &initialize()).await;
+    assert_eq!(other.status(), 200);
+    let other = session_of(&other);
+    assert_eq!(sessions_open(&guard).await, 2.0);
+    user.revoke_token(&lab).await;
+    (guard, other)
 }

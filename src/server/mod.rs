@@ -88,6 +88,8 @@ pub struct Server {
     announcer: tokio::task::JoinHandle<()>,
     /// The listen streams open, which shutdown ends before rmcp's sessions.
     listeners: Arc<Listeners>,
+    /// Closes the sessions of tokens Zabbix no longer accepts (`SessionMode=stateful`).
+    session_sweep: Option<tokio::task::JoinHandle<()>>,
     readiness_task: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
@@ -137,6 +139,10 @@ impl Server {
         let trust_watcher = app.zabbix.spawn_trust_watcher(DEFAULT_POLL_INTERVAL);
         let announcer = ListChanged::spawn(&app);
         let listeners = endpoint.listeners.clone();
+        let session_sweep = endpoint
+            .sessions
+            .as_ref()
+            .map(|owners| owners.spawn_revocation_sweep(app.clone()));
         Ok(Server {
             addrs,
             approval_addrs,
@@ -149,6 +155,7 @@ impl Server {
             trust_watcher,
             announcer,
             listeners,
+            session_sweep,
             readiness_task,
             app,
         })
@@ -186,9 +193,13 @@ impl Server {
         while self.tasks.join_next().await.is_some() {}
         self.policy_watcher.abort();
         self.announcer.abort();
-        for watcher in [&self.certificate_watcher, &self.trust_watcher]
-            .into_iter()
-            .flatten()
+        for watcher in [
+            &self.certificate_watcher,
+            &self.trust_watcher,
+            &self.session_sweep,
+        ]
+        .into_iter()
+        .flatten()
         {
             watcher.abort();
         }

@@ -182,8 +182,11 @@ where
                                     response
                                 }
                                 Ok(Admission::New(_creating)) => {
+                                    let caller = request.extensions().get::<Caller>().cloned();
                                     let response = mcp.call(request).await;
-                                    owners.record(response.headers(), &token_id).await;
+                                    if let Some(caller) = caller {
+                                        owners.record(response.headers(), &caller).await;
+                                    }
                                     response
                                 }
                                 Ok(Admission::Sessionless) => mcp.call(request).await,

@@ -3,6 +3,10 @@
 //! session); rmcp's session manager ends idle ones (`SessionIdleTimeout`). A session id
 //! another token holder learned is "not found" to them: they can neither use nor delete it.
 //!
+//! A session lives no longer than Zabbix accepts its token: the tokens of open sessions are
+//! looked up again each time their cached identity lapses, and the sessions of one Zabbix
+//! refuses are closed (`spawn_revocation_sweep`).
+//!
 //! Only an `initialize` creates a session. Requests of protocol 2026-07-28 carry none and
 //! rmcp serves them statelessly in either mode: they pass without the creation lock and
 //! without counting against the cap (`Admission::Sessionless`).
@@ -11,11 +15,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use http::{HeaderMap, StatusCode};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
+use tokio::task::JoinHandle;
 
+use crate::app::App;
 use crate::server::method;
 use crate::server::routes::{Body, json_response};
+use crate::zabbix::{ApiToken, Caller};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const INITIALIZE: &str = "initialize";
@@ -23,12 +31,19 @@ const INITIALIZE: &str = "initialize";
 /// Who owns which session, beside rmcp's own session table.
 pub(crate) struct SessionOwners {
     manager: Arc<LocalSessionManager>,
-    /// Session id → the `token_id` (hash prefix) of the token that created it.
-    owners: Mutex<HashMap<String, String>>,
+    /// Session id → the token that created it.
+    owners: Mutex<HashMap<String, Owner>>,
     max: usize,
     max_per_token: usize,
     /// Held while a new session is created, so that the cap is not overshot by a burst.
     creating: tokio::sync::Mutex<()>,
+}
+
+/// The token that created a session: its `token_id` (hash prefix) to compare, the token
+/// itself to look up again.
+struct Owner {
+    token_id: String,
+    token: ApiToken,
 }
 
 /// What a request with or without a session id may do.
@@ -66,7 +81,7 @@ impl SessionOwners {
                 self.owners
                     .lock()
                     .ok()
-                    .is_some_and(|owners| owners.get(id).is_some_and(|o| o == token_id))
+                    .is_some_and(|owners| owners.get(id).is_some_and(|o| o.token_id == token_id))
             });
             return if owned {
                 Ok(Admission::Existing)
@@ -94,7 +109,7 @@ impl SessionOwners {
         let held = self.owners.lock().map_or(0, |owners| {
             owners
                 .iter()
-                .filter(|(id, owner)| *owner == token_id && live.contains(*id))
+                .filter(|(id, owner)| owner.token_id == token_id && live.contains(*id))
                 .count()
         });
         if held >= self.max_per_token {
@@ -133,7 +148,7 @@ impl SessionOwners {
 
     /// Records the owner of a session the response just created, and forgets sessions
     /// rmcp has ended.
-    pub async fn record(&self, response_headers: &HeaderMap, token_id: &str) {
+    pub async fn record(&self, response_headers: &HeaderMap, caller: &Caller) {
         let Some(id) = response_headers
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
@@ -143,7 +158,63 @@ impl SessionOwners {
         let live = self.live().await;
         if let Ok(mut owners) = self.owners.lock() {
             owners.retain(|k, _| live.contains(k));
-            owners.insert(id.to_owned(), token_id.to_owned());
+            let owner = Owner {
+                token_id: caller.token_id.clone(),
+                token: caller.token.clone(),
+            };
+            owners.insert(id.to_owned(), owner);
+        }
+    }
+
+    /// Closes the sessions whose token Zabbix refuses, looked at every
+    /// `CallerResolver::recheck_every`; runs until aborted.
+    pub(crate) fn spawn_revocation_sweep(self: &Arc<Self>, app: Arc<App>) -> JoinHandle<()> {
+        let owners = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(app.callers.recheck_every()).await;
+                owners.sweep(&app).await;
+            }
+        })
+    }
+
+    /// One look at every token holding a session: one lookup per token, however many
+    /// sessions it holds.
+    async fn sweep(&self, app: &App) {
+        self.forget_ended().await;
+        let tokens: HashMap<String, ApiToken> = match self.owners.lock() {
+            Ok(owners) => owners
+                .values()
+                .map(|o| (o.token_id.clone(), o.token.clone()))
+                .collect(),
+            Err(_) => return,
+        };
+        for (token_id, token) in tokens {
+            let Some(refused) = app.callers.refusal(&app.zabbix, &token).await else {
+                continue;
+            };
+            let ids: Vec<String> = match self.owners.lock() {
+                Ok(mut owners) => {
+                    let ids = owners
+                        .iter()
+                        .filter(|(_, o)| o.token_id == token_id)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    owners.retain(|_, o| o.token_id != token_id);
+                    ids
+                }
+                Err(_) => return,
+            };
+            for id in &ids {
+                // Already gone is as good as closed.
+                let _ = self.manager.close_session(&Arc::from(id.as_str())).await;
+            }
+            tracing::info!(
+                token_id = %token_id,
+                sessions = ids.len(),
+                reason = %refused,
+                "sessions closed: the token no longer resolves"
+            );
         }
     }
 }

@@ -157,16 +157,29 @@ impl CallerResolver {
         self.cache.invalidate(&token.digest()).await;
     }
 
-    /// Returns once `token` no longer resolves, looked up again each time its cached
-    /// identity has lapsed: for what a token keeps open after its request was let in (a
-    /// listen stream). A Zabbix that does not answer is no verdict, so it ends nothing; the
-    /// next round asks again.
+    /// How often what a token keeps open looks at it again (`refusal`): a quarter of the
+    /// cache's time to live, so that a revoked token is noticed within a quarter after its
+    /// identity lapses, at the cost of cache reads only in between.
+    pub fn recheck_every(&self) -> Duration {
+        self.ttl / 4
+    }
+
+    /// Zabbix's refusal of `token`, if it refuses it now; `None` when it is accepted or
+    /// Zabbix does not answer (no verdict), for what a token keeps open after its request
+    /// was let in (a listen stream, a session).
+    pub async fn refusal(&self, client: &ZabbixClient, token: &ApiToken) -> Option<CallerError> {
+        match self.resolve(client, token).await {
+            Ok(_) | Err(CallerError::Upstream(_)) => None,
+            Err(refused) => Some(refused),
+        }
+    }
+
+    /// Returns once `token` no longer resolves (`refusal`, every `recheck_every`).
     pub async fn until_rejected(&self, client: &ZabbixClient, token: &ApiToken) -> CallerError {
         loop {
-            tokio::time::sleep(self.ttl).await;
-            match self.resolve(client, token).await {
-                Ok(_) | Err(CallerError::Upstream(_)) => {}
-                Err(refused) => return refused,
+            tokio::time::sleep(self.recheck_every()).await;
+            if let Some(refused) = self.refusal(client, token).await {
+                return refused;
             }
         }
     }

@@ -39,6 +39,7 @@ pub fn unique(prefix: &str) -> String {
 
 /// A user of its own (in `usrgrpid`, with a role denying `denied_methods`) and its API
 /// token. `delete` removes the user (its token goes with it) and the role.
+#[derive(Clone)]
 pub struct TestUser {
     pub userid: String,
     pub roleid: String,
@@ -73,6 +74,24 @@ impl TestUser {
             roleid,
             token,
         }
+    }
+
+    /// Deletes the user's API token in Zabbix, the user staying: the token is revoked.
+    pub async fn revoke_token(&self, lab: &Lab) {
+        let tokens = admin(
+            lab,
+            "token.get",
+            json!({"userids": [self.userid], "output": ["tokenid"]}),
+        )
+        .await;
+        let ids: Vec<Value> = tokens
+            .as_array()
+            .expect("tokens")
+            .iter()
+            .map(|t| t["tokenid"].clone())
+            .collect();
+        assert_eq!(ids.len(), 1, "{tokens}");
+        admin(lab, "token.delete", Value::Array(ids)).await;
     }
 
     pub async fn delete(self, lab: &Lab) {
