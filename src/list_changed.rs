@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 
-/// How long a session may take to accept a notification before it is skipped.
+/// How long a client may take to accept a notification before it is skipped.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The clients that hear `notifications/tools/list_changed`, and what says the list changed.

@@ -67,9 +67,9 @@ impl GuardHandler {
     }
 
     /// Serves a listen stream of `token` until its client ends it, the server shuts down,
-    /// or Zabbix no longer accepts the token (checked each time its cached identity
-    /// lapses): a revoked token keeps nothing open. The last ends it with the error a
-    /// request with that token gets.
+    /// or Zabbix no longer accepts the token (`CallerResolver::until_rejected`): a revoked
+    /// token keeps nothing open. The last ends it with the error a request with that token
+    /// gets.
     pub(crate) async fn listen_as(
         &self,
         subscription: &SubscriptionContext,

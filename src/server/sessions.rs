@@ -4,8 +4,8 @@
 //! another token holder learned is "not found" to them: they can neither use nor delete it.
 //!
 //! A session lives no longer than Zabbix accepts its token: the tokens of open sessions are
-//! looked up again each time their cached identity lapses, and the sessions of one Zabbix
-//! refuses are closed (`spawn_revocation_sweep`).
+//! looked up again through the identity cache (`CallerResolver::recheck_every`), and the
+//! sessions of one Zabbix refuses are closed (`spawn_revocation_sweep`).
 //!
 //! Only an `initialize` creates a session. Requests of protocol 2026-07-28 carry none and
 //! rmcp serves them statelessly in either mode: they pass without the creation lock and
