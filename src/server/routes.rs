@@ -161,38 +161,17 @@ where
                                 },
                                 None => None,
                             };
-                            // Stateless answers are whole JSON bodies: reads splice their text in.
+                            // Stateless answers are whole JSON bodies (listen streams aside):
+                            // reads splice their text in.
                             let splice = Splice::default();
                             let mut request = request;
                             request.extensions_mut().insert(splice.clone());
                             splice.apply(mcp.call(request).await).await
                         }
-                        Some(owners) => {
-                            let (parts, bytes) = direct::into_bytes(request).await;
-                            let admission = owners.admit(&parts.headers, &bytes, &token_id).await;
-                            let request = Request::from_parts(parts, Full::new(bytes));
-                            match admission {
-                                Ok(Admission::Existing) => {
-                                    let deleting = request.method() == Method::DELETE;
-                                    let mut response = mcp.call(request).await;
-                                    if deleting {
-                                        owners.forget_ended().await;
-                                        ended_is_no_content(&mut response);
-                                    }
-                                    response
-                                }
-                                Ok(Admission::New(_creating)) => {
-                                    let caller = request.extensions().get::<Caller>().cloned();
-                                    let response = mcp.call(request).await;
-                                    if let Some(caller) = caller {
-                                        owners.record(response.headers(), &caller).await;
-                                    }
-                                    response
-                                }
-                                Ok(Admission::Sessionless) => mcp.call(request).await,
-                                Err(response) => return response,
-                            }
-                        }
+                        Some(owners) => match in_session(owners, mcp, request, &token_id).await {
+                            Ok(response) => response,
+                            Err(refused) => return refused,
+                        },
                     };
                     response.map(|body| hangup.into_body(body).boxed())
                 }
@@ -201,6 +180,39 @@ where
         }
         _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
     }
+}
+
+/// A request in the stateful mode, as its session (or its lack of one) admits it; `Err`
+/// for a refusal.
+async fn in_session(
+    owners: &SessionOwners,
+    mcp: &McpEndpoint,
+    request: Request<Full<Bytes>>,
+    token_id: &str,
+) -> Result<Response<Body>, Response<Body>> {
+    let (parts, bytes) = direct::into_bytes(request).await;
+    let admission = owners.admit(&parts.headers, &bytes, token_id).await?;
+    let request = Request::from_parts(parts, Full::new(bytes));
+    Ok(match admission {
+        Admission::Existing => {
+            let deleting = request.method() == Method::DELETE;
+            let mut response = mcp.call(request).await;
+            if deleting {
+                owners.forget_ended().await;
+                ended_is_no_content(&mut response);
+            }
+            response
+        }
+        Admission::New(_creating) => {
+            let caller = request.extensions().get::<Caller>().cloned();
+            let response = mcp.call(request).await;
+            if let Some(caller) = caller {
+                owners.record(response.headers(), &caller).await;
+            }
+            response
+        }
+        Admission::Sessionless => mcp.call(request).await,
+    })
 }
 
 /// rmcp answers the `DELETE` that ends a session with 202 and no body; the official
