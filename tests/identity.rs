@@ -188,12 +188,7 @@ async fn revoked_through_a_lockout(lab: Lab, user: TestUser) {
     let (status, body) = initialize(&guard.url, &token).await;
     assert_eq!(status, 200, "{body}");
     // Revoked in Zabbix, and lapsed from the identity cache as it would a minute later.
-    user.revoke_token(&lab).await;
-    guard
-        .app()
-        .callers
-        .forget(&ApiToken::new(token.clone()))
-        .await;
+    common::revoke_now(&guard, &lab, &user).await;
     for n in 1..=2 {
         let (status, body) = initialize(&guard.url, &made_up_token()).await;
         assert_eq!(status, 401, "made-up token {n}: {body}");

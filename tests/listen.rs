@@ -14,7 +14,6 @@ use common::{config_for, start_with};
 use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
 use serde_json::{Value, json};
 use zabbix_mcp_guard::config::{Config, SessionMode};
-use zabbix_mcp_guard::zabbix::ApiToken;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -312,15 +311,8 @@ async fn ended_when_revoked(lab: common::Lab, user: TestUser) -> common::Guard {
     let mut stream = Sse::new(post_listen(&guard.url, &token, 9).await);
     assert!(stream.next().await.is_some(), "acknowledged");
 
-    user.revoke_token(&lab).await;
-    // Lapsed from the identity cache now rather than within its minute; the stream looks
-    // again when its own minute is up.
-    guard
-        .app()
-        .callers
-        .forget(&ApiToken::new(token.clone()))
-        .await;
-    // The identity cache's minute, and a margin.
+    // The stream looks again within 15 s.
+    common::revoke_now(&guard, &lab, &user).await;
     let last = tokio::time::timeout(Duration::from_secs(120), stream.next())
         .await
         .expect("the stream ends within two minutes of the revocation")

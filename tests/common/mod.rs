@@ -522,3 +522,14 @@ pub fn policy_copy(dir: &std::path::Path) -> PathBuf {
     }
     policies
 }
+
+/// Revokes `user`'s token in Zabbix and lets it lapse from `guard`'s identity cache now,
+/// as it would within the cache's minute.
+pub async fn revoke_now(guard: &Guard, lab: &Lab, user: &zapi::TestUser) {
+    user.revoke_token(lab).await;
+    guard
+        .app()
+        .callers
+        .forget(&zabbix_mcp_guard::zabbix::ApiToken::new(user.token.clone()))
+        .await;
+}
