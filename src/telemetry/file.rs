@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -15,6 +15,11 @@ use std::time::{Duration, Instant};
 use super::fallback::{Fallback, Problem, lock};
 
 const MEBIBYTE: u64 = 1024 * 1024;
+
+/// A file this creates is readable by its owner's group at most, never by others, whatever
+/// the umask (which can only take more away): the logs name callers, tools and arguments,
+/// and the decision log is an audit trail. A file that exists keeps its mode.
+const FILE_MODE: u32 = 0o640;
 
 /// How often a write first looks whether the path still names the open file: a `stat` at
 /// most twice a second (the decision log writes at most once a second, so each of its
@@ -216,7 +221,11 @@ impl State {
 }
 
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(FILE_MODE)
+        .open(path)
 }
 
 /// `<LogFile>.old`, appended to the whole name (`a.log` → `a.log.old`) as Zabbix does.

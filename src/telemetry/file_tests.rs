@@ -28,6 +28,24 @@ fn record(n: usize) -> String {
 }
 
 #[test]
+fn files_it_creates_are_not_readable_by_others() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = test_dir("mode");
+    let path = dir.join("decisions.log");
+    let capture = Capture::default();
+    let log = rotating(&path, 50, &capture);
+    for n in 0..3 {
+        log.write_record(record(n).as_bytes());
+    }
+    // The first file and the one started at the rotation.
+    for file in [old_path(&path), path] {
+        let mode = fs::metadata(&file).expect("created").permissions().mode() & 0o777;
+        assert_eq!(mode & 0o137, 0, "{}: {mode:o}", file.display());
+    }
+}
+
+#[test]
 fn old_path_appends_to_the_whole_name() {
     assert_eq!(
         old_path(Path::new("/var/log/guard.log")),
