@@ -320,5 +320,9 @@ async fn ended_when_revoked(lab: common::Lab, user: TestUser) -> common::Guard {
     assert_eq!(last["id"], 9, "{last}");
     assert_eq!(last["error"]["data"]["code"], "unauthorized", "{last}");
     assert!(stream.next().await.is_none(), "the stream ends with it");
+    let closed = common::metrics::scrape(&guard.base)
+        .await
+        .get(r#"revocation_closures_total{kind="listen_stream"}"#);
+    assert_eq!(closed, 1.0);
     guard
 }

@@ -194,6 +194,10 @@ async fn a_revoked_tokens_sessions_are_closed() {
     )
     .await;
     assert_eq!(kept.status(), 202, "the other token's session is kept");
+    let closed = common::metrics::scrape(&guard.base)
+        .await
+        .get(r#"revocation_closures_total{kind="session"}"#);
+    assert_eq!(closed, 1.0);
     guard.stop().await;
 }
 

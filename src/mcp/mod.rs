@@ -28,6 +28,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::mcp::errors::{ToolError, unknown_tool};
 use crate::mcp::gate::Subject;
+use crate::metrics::Revoked;
 use crate::zabbix::{ApiToken, Caller};
 
 /// The caller, the version's tool list, and the caller as the policy input describes it.
@@ -78,6 +79,7 @@ impl GuardHandler {
         tokio::select! {
             () = self.app.list_changed.listen(subscription) => Ok(()),
             refused = self.app.callers.until_rejected(&self.app.zabbix, token) => {
+                self.app.metrics.revocation_closed(Revoked::ListenStream, 1);
                 tracing::info!(token_id = %token.id(), reason = %refused, "listen stream ended: the token no longer resolves");
                 Err(errors::caller_rpc(&refused))
             }

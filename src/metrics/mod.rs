@@ -87,6 +87,8 @@ pub struct Metrics {
     mcp_paths: [Counter; MCP_PATHS.len()],
     /// `[ok, failed]`.
     config_reloads: [Counter; 2],
+    /// `[session, listen_stream]`, see [`Revoked`].
+    revocation_closures: [Counter; 2],
     config_restart_required: Gauge,
 }
 
@@ -98,6 +100,13 @@ pub enum ConfigReload {
     Applied { restart_required: bool },
     /// The file did not load: nothing of it was applied.
     Failed,
+}
+
+/// What was closed because Zabbix no longer accepts the token that opened it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revoked {
+    Session,
+    ListenStream,
 }
 
 /// Which code answered a stateless MCP request: the sidecar itself (`tools/list` and
@@ -150,6 +159,11 @@ struct ScopeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -261,6 +275,12 @@ impl Metrics {
             "Configuration reloads (SIGHUP) by result (ok, failed: nothing of the file was applied)",
             ["ok", "failed"].map(|result| ResultLabels { result }),
         );
+        let revocation_closures = counters(
+            &mut registry,
+            "revocation_closures",
+            "Sessions and subscriptions/listen streams closed because Zabbix no longer accepts their token, by kind (session, listen_stream)",
+            ["session", "listen_stream"].map(|kind| KindLabels { kind }),
+        );
         let config_restart_required = Gauge::default();
         registry.register(
             "config_restart_required",
@@ -278,6 +298,7 @@ impl Metrics {
             rate_limited,
             mcp_paths,
             config_reloads,
+            revocation_closures,
             config_restart_required,
         }
     }
@@ -294,6 +315,11 @@ impl Metrics {
                 self.config_reloads[1].inc();
             }
         }
+    }
+
+    /// `n` sessions or streams were closed because their token is no longer accepted.
+    pub fn revocation_closed(&self, kind: Revoked, n: u64) {
+        self.revocation_closures[kind as usize].inc_by(n);
     }
 
     /// A stateless MCP request was answered by `path`.

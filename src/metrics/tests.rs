@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{ApprovalOutcome, Metrics, PREFIX, RateScope, Scrape, ToolOutcome};
+use super::{ApprovalOutcome, Metrics, PREFIX, RateScope, Revoked, Scrape, ToolOutcome};
 use crate::metrics::process::Process;
 use crate::policy::{Decision, Phase};
 use crate::server::tls::TlsStatus;
@@ -232,6 +232,8 @@ fn every_family_renders_as_valid_exposition() {
     };
     m.zabbix_request(Method::HostGet, &Err::<(), _>(api), Duration::from_secs(40));
     m.rate_limited(RateScope::MaxConcurrent);
+    m.revocation_closed(Revoked::Session, 2);
+    m.revocation_closed(Revoked::ListenStream, 1);
     let text = m.render(Scrape {
         in_flight: 2,
         connections_open: 3,
@@ -328,6 +330,11 @@ fn every_family_renders_as_valid_exposition() {
         2.0
     );
     assert_eq!(v("rate_limited_total", &[("scope", "max_concurrent")]), 1.0);
+    assert_eq!(v("revocation_closures_total", &[("kind", "session")]), 2.0);
+    assert_eq!(
+        v("revocation_closures_total", &[("kind", "listen_stream")]),
+        1.0
+    );
     assert_eq!(v("rate_limited_total", &[("scope", "policy_rate")]), 0.0);
     assert_eq!(v("zabbix_up", &[]), 1.0);
     assert_eq!(v("shared_store_up", &[]), 0.0);

@@ -21,6 +21,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::app::App;
+use crate::metrics::Revoked;
 use crate::server::method;
 use crate::server::routes::{Body, json_response};
 use crate::zabbix::{ApiToken, Caller};
@@ -209,6 +210,8 @@ impl SessionOwners {
                 // Already gone is as good as closed.
                 let _ = self.manager.close_session(&Arc::from(id.as_str())).await;
             }
+            app.metrics
+                .revocation_closed(Revoked::Session, ids.len() as u64);
             tracing::info!(
                 token_id = %token_id,
                 sessions = ids.len(),
