@@ -144,6 +144,36 @@ async fn an_idle_http2_connection_is_closed() {
     guard.stop().await;
 }
 
+/// On HTTP/2 the `:authority` and a `Host` header both name the server: each must be
+/// allowed, so DNS-rebinding protection cannot be passed with one while the other names
+/// another server.
+#[tokio::test]
+async fn http2_authority_and_host_must_both_be_allowed() {
+    let guard = guard_with(|_| {}).await;
+    let addr = addr(&guard);
+    let (mut sender, _connection) = h2c::<http_body_util::Empty<bytes::Bytes>>(&addr).await;
+    for (authority, host, status) in [
+        (addr.as_str(), None, 401),
+        (addr.as_str(), Some("localhost"), 401),
+        (addr.as_str(), Some("evil.example"), 403),
+        ("evil.example:80", Some(addr.as_str()), 403),
+    ] {
+        let mut request = http::Request::post(format!("http://{authority}/mcp"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        if let Some(host) = host {
+            request.headers_mut().insert("host", host.parse().unwrap());
+        }
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(
+            response.status(),
+            status,
+            ":authority {authority}, Host {host:?}"
+        );
+    }
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn a_stalled_tls_handshake_is_closed() {
     let pki = common::tls::pki("conn-limits");

@@ -81,15 +81,22 @@ impl AllowedHosts {
 
     /// Checks `Host` (or the HTTP/2 authority) and, when a browser sent one, `Origin`.
     pub fn check(&self, uri: &http::Uri, headers: &http::HeaderMap) -> Result<(), GuardError> {
-        let authority = headers
+        // Every name the request gives the server must be allowed: the `Host` header and
+        // the URI's authority (HTTP/2's `:authority`, an HTTP/1 absolute URI), so one
+        // cannot pass the check while the other names another server.
+        let host = headers
             .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_owned)
-            .or_else(|| uri.authority().map(|a| a.to_string()))
-            .unwrap_or_default();
-        let host = host_of(&authority);
-        if !self.allows(host) {
-            return Err(GuardError::ForbiddenHost(format!("Host {authority:?}")));
+            .map(|h| h.to_str().unwrap_or("\u{fffd}"));
+        let authority = uri.authority().map(http::uri::Authority::as_str);
+        if host.is_none() && authority.is_none() {
+            return Err(GuardError::ForbiddenHost("no Host".to_owned()));
+        }
+        for (what, name) in [("Host", host), (":authority", authority)] {
+            if let Some(name) = name
+                && !self.allows(host_of(name))
+            {
+                return Err(GuardError::ForbiddenHost(format!("{what} {name:?}")));
+            }
         }
         if let Some(origin) = headers.get(http::header::ORIGIN) {
             let text = origin.to_str().unwrap_or("");
@@ -259,6 +266,23 @@ mod tests {
         assert!(!check("evil.example:8443", None));
         assert!(!check("127.0.0.1:8443", Some("https://evil.example")));
         assert!(!check("127.0.0.1:8443", Some("null")));
+
+        // HTTP/2's :authority (or an absolute URI) and Host must both be allowed.
+        let both = |authority: &str, host: Option<&str>| {
+            let uri: http::Uri = format!("http://{authority}/mcp").parse().unwrap();
+            let mut h = http::HeaderMap::new();
+            if let Some(host) = host {
+                h.insert("host", host.parse().unwrap());
+            }
+            hosts.check(&uri, &h).is_ok()
+        };
+        assert!(both("127.0.0.1:8443", None));
+        assert!(both("127.0.0.1:8443", Some("localhost:8443")));
+        assert!(!both("evil.example:8443", None));
+        assert!(!both("evil.example:8443", Some("127.0.0.1:8443")));
+        assert!(!both("127.0.0.1:8443", Some("evil.example")));
+        // Neither: refused, as before.
+        assert!(hosts.check(&uri, &http::HeaderMap::new()).is_err());
     }
 
     #[test]
