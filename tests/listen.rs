@@ -326,3 +326,39 @@ async fn ended_when_revoked(lab: common::Lab, user: TestUser) -> common::Guard {
     assert_eq!(closed, 1.0);
     guard
 }
+
+/// 2026-07-28 requests to a stateful sidecar are answered outside sessions, so they pass the
+/// MCP gate as stateless requests do (before, they were bounded by nothing once they no
+/// longer waited for a session to be created). Against a stub that answers slowly.
+#[tokio::test]
+async fn stateful_sidecars_gate_2026_requests() {
+    const CALLS: usize = 3;
+    let stub = common::fault::start(common::fault::Fault::Answer(json!([]))).await;
+    let mut config = config_for(&stub.url);
+    config.session_mode = SessionMode::Stateful;
+    let guard = start_with(config).await;
+    let mut clients = Vec::new();
+    for _ in 0..CALLS {
+        clients
+            .push(common::client_with(&guard, "gate-token", ProtocolVersion::V_2026_07_28).await);
+    }
+    stub.set(common::fault::Fault::Slow(Duration::from_secs(3)));
+    let mut calls = tokio::task::JoinSet::new();
+    for client in clients {
+        calls.spawn(async move {
+            common::read(&client, "host_get", json!({"limit": 1})).await;
+            let _ = client.cancel().await;
+        });
+    }
+    common::wait_until("the calls to be inside the gate", WAIT, async || {
+        common::metrics::scrape(&guard.base)
+            .await
+            .get("mcp_requests_in_progress")
+            == CALLS as f64
+    })
+    .await;
+    while let Some(done) = calls.join_next().await {
+        done.expect("the call succeeds once Zabbix answers");
+    }
+    guard.stop().await;
+}

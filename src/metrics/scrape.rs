@@ -30,6 +30,8 @@ pub struct Scrape {
     pub sessions_open: u64,
     /// `subscriptions/listen` streams open (protocol 2026-07-28).
     pub listen_streams_open: u64,
+    /// Requests inside the MCP gate (answered outside sessions).
+    pub mcp_requests_in_progress: u64,
     /// Request-body bytes held now: being received, or waiting for their answer.
     pub request_body_bytes: u64,
     pub decision_log_written: u64,
@@ -103,6 +105,12 @@ impl Collector for Scrape {
             "listen_streams_open",
             "subscriptions/listen streams open (protocol 2026-07-28), capped like sessions",
             self.listen_streams_open,
+        )?;
+        gauge(
+            &mut encoder,
+            "mcp_requests_in_progress",
+            "MCP requests being answered outside sessions (every stateless request, 2026-07-28 requests when stateful), at most 2 per MaxZabbixConcurrency slot and 32 or more",
+            self.mcp_requests_in_progress,
         )?;
         gauge(
             &mut encoder,

@@ -240,6 +240,7 @@ fn every_family_renders_as_valid_exposition() {
         connections_refused: 4,
         sessions_open: 5,
         listen_streams_open: 6,
+        mcp_requests_in_progress: 11,
         request_body_bytes: 4_096,
         decision_log_written: 6,
         decision_log_dropped: 7,
@@ -343,6 +344,7 @@ fn every_family_renders_as_valid_exposition() {
     assert_eq!(v("connections_refused_total", &[]), 4.0);
     assert_eq!(v("sessions_open", &[]), 5.0);
     assert_eq!(v("listen_streams_open", &[]), 6.0);
+    assert_eq!(v("mcp_requests_in_progress", &[]), 11.0);
     assert_eq!(v("request_body_bytes", &[]), 4_096.0);
     let lines = |result| [("result", result)];
     assert_eq!(v("decision_log_lines_total", &lines("written")), 6.0);

@@ -1,5 +1,6 @@
-//! The MCP gate (stateless mode): at most a fixed number of requests being answered at
-//! once, by the direct path (`direct.rs`) or by rmcp. rmcp gives every stateless request it
+//! The MCP gate: at most a fixed number of requests being answered at once outside
+//! sessions (every request in the stateless mode, 2026-07-28 requests in the stateful
+//! one), by the direct path (`direct.rs`) or by rmcp. rmcp gives every stateless request it
 //! answers its own service task and three channels (about 40 kB between them), and a call
 //! on either path holds its state until Zabbix answers, so a thousand busy connections
 //! would otherwise hold a thousand of those; past the gate a request waits holding only its
@@ -38,6 +39,11 @@ impl McpGate {
             width,
             wait,
         }
+    }
+
+    /// Requests inside now (read by `/metrics`).
+    pub(crate) fn in_use(&self) -> usize {
+        self.width.saturating_sub(self.slots.available_permits())
     }
 
     /// A place among the requests being answered, or the 503 to answer when none freed up within `wait`.

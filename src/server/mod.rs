@@ -325,14 +325,12 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
             )
         }
     };
-    // The stateful mode keeps requests in rmcp's sessions (an elicitation waits there for
-    // minutes), bounded by `MaxSessions` instead.
-    let gate = sessions.is_none().then(|| {
-        Arc::new(McpGate::new(
-            app.config.limits.max_zabbix_concurrency,
-            app.config.timeout,
-        ))
-    });
+    // Requests outside sessions. The stateful mode keeps its sessions' requests in rmcp's
+    // sessions (an elicitation waits there for minutes), bounded by `MaxSessions` instead.
+    let gate = Arc::new(McpGate::new(
+        app.config.limits.max_zabbix_concurrency,
+        app.config.timeout,
+    ));
     McpEndpoint {
         service,
         hosts: Arc::new(hosts),

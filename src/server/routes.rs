@@ -48,8 +48,8 @@ pub struct McpEndpoint {
     pub(crate) connection_slots: Option<Arc<tokio::sync::Semaphore>>,
     /// The certificate the listeners serve (`TLSAccept=cert`), read by `/metrics`.
     pub(crate) certificate: Option<Arc<crate::server::tls::ServerCertificate>>,
-    /// Bounds the requests being answered (stateless mode only).
-    pub(crate) gate: Option<Arc<McpGate>>,
+    /// Bounds the requests being answered outside sessions.
+    pub(crate) gate: Arc<McpGate>,
     /// Answers stateless tool lists and calls without rmcp's per-request service.
     pub(crate) direct: Option<Arc<Direct>>,
     /// The bytes all request bodies may hold at once.
@@ -154,12 +154,9 @@ where
                         };
                     let response = match &mcp.sessions {
                         None => {
-                            let _inside = match &mcp.gate {
-                                Some(gate) => match gate.enter().await {
-                                    Ok(inside) => Some(inside),
-                                    Err(response) => return response,
-                                },
-                                None => None,
+                            let _inside = match mcp.gate.enter().await {
+                                Ok(inside) => inside,
+                                Err(response) => return response,
                             };
                             // Stateless answers are whole JSON bodies (listen streams aside):
                             // reads splice their text in.
@@ -211,7 +208,11 @@ async fn in_session(
             }
             response
         }
-        Admission::Sessionless => mcp.call(request).await,
+        // Outside sessions as in the stateless mode: through the gate.
+        Admission::Sessionless => {
+            let _inside = mcp.gate.enter().await?;
+            mcp.call(request).await
+        }
     })
 }
 

@@ -140,6 +140,7 @@ pub(crate) async fn metrics(app: &App, endpoint: &McpEndpoint) -> Response<Body>
             .load(std::sync::atomic::Ordering::Relaxed),
         sessions_open: count(sessions_open),
         listen_streams_open: count(endpoint.listeners.open()),
+        mcp_requests_in_progress: count(endpoint.gate.in_use()),
         request_body_bytes: count(endpoint.bodies.held()),
         decision_log_written: app.decisions.written(),
         decision_log_dropped: app.decisions.dropped(),
