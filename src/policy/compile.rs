@@ -5,14 +5,14 @@
 
 use std::cell::RefCell;
 use std::num::NonZeroU32;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use regorus::languages::rego::compiler::Compiler;
 use regorus::rvm::program::Program;
 use regorus::rvm::vm::RegoVM;
-use regorus::utils::limits::ExecutionTimerConfig;
+use regorus::utils::limits::{ExecutionTimerConfig, set_fallback_execution_timer_config};
 use regorus::{CompiledPolicy, Engine, Value};
 
 use super::source::{PolicySources, Revision};
@@ -29,6 +29,11 @@ const TIMER_CHECK_INTERVAL: u32 = 1024;
 /// Makes every compiled set distinguishable from every other (thread-local VM caches key
 /// on it), also across engines in one process.
 static NEXT_SET_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The interpreter's engine for each evaluation is a new one (`CompiledPolicy::eval_with_input`)
+/// that keeps no timer of the compiling engine's: it takes regorus' process-wide fallback,
+/// set here once, before any set is compiled.
+static INTERPRETER_TIMER: Once = Once::new();
 
 /// One compiled policy directory.
 pub(crate) struct PolicySet {
@@ -71,6 +76,7 @@ impl std::fmt::Debug for PolicySet {
 impl PolicySet {
     /// Parses, compiles and prepares the VM program of `sources`.
     pub(crate) fn compile(sources: &PolicySources) -> Result<Self, PolicyError> {
+        INTERPRETER_TIMER.call_once(|| set_fallback_execution_timer_config(Some(timer_config())));
         let data = parse_data(sources)?;
         let mut engine = Engine::new();
         engine.set_execution_timer_config(timer_config());
@@ -270,5 +276,24 @@ mod tests {
         .expect("compiles");
         let err = set.evaluate(Value::new_object()).expect_err("limit");
         assert!(matches!(err, PolicyError::Eval(_)), "{err:?}");
+    }
+
+    #[test]
+    fn runaway_policies_on_the_interpreter_hit_the_time_limit() {
+        // Unbounded before: some 25 million steps, seconds of the runtime's one thread.
+        let set = compile(
+            "package zabbix.mcp\nimport rego.v1\n\
+             n := numbers.range(1, 5000)\n\
+             decision := {\"allow\": object.get(data, \"open\", false), \
+                          \"x\": count([1 | some a in n; some b in n; a == b])}\n",
+            Some(r#"{"open": true}"#),
+        )
+        .expect("compiles");
+        assert!(!set.uses_vm());
+        let err = set.evaluate(Value::new_object()).expect_err("limit");
+        assert!(
+            matches!(&err, PolicyError::Eval(m) if m.contains("time")),
+            "{err:?}"
+        );
     }
 }
