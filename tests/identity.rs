@@ -259,3 +259,55 @@ async fn two_authorization_headers_and_overlong_tokens_are_refused_without_zabbi
     );
     guard.stop().await;
 }
+
+/// Zabbix failing while it checks tokens (its database down: -32500 "Application error.",
+/// or any exception: -32603 "Internal error.") is no verdict on them: each request gets 503
+/// `zabbix_error`, nothing is remembered as rejected, no address is locked out, and once
+/// Zabbix answers again every token gets in at once. Only its verdicts (-32602, and
+/// -32500 "API token expired.") reject.
+#[tokio::test]
+async fn a_zabbix_failing_to_check_tokens_rejects_none() {
+    let (url, stub) = common::stub::start(Duration::ZERO).await;
+    let mut config = config_for(&url);
+    config.limits.max_rejected_tokens = 3;
+    let guard = start_with(config).await;
+    let failures = [
+        serde_json::json!({"code": -32500, "message": "Application error.",
+                           "data": "SQL statement execution has failed."}),
+        serde_json::json!({"code": -32603, "message": "Internal error.",
+                           "data": "Error connecting to database."}),
+    ];
+    let tokens: Vec<String> = (0..8).map(|_| made_up_token()).collect();
+    for failure in &failures {
+        *stub.auth_error.lock().unwrap() = Some(failure.clone());
+        for token in &tokens {
+            let (status, body) = initialize(&guard.url, token).await;
+            assert_eq!(status, 503, "{failure}: {body}");
+            assert_eq!(body["error"], "zabbix_error", "{body}");
+        }
+    }
+    assert_eq!(
+        stub.auth_calls.load(Ordering::SeqCst),
+        16,
+        "asked every time: nothing remembered"
+    );
+    *stub.auth_error.lock().unwrap() = None;
+    for token in &tokens {
+        let (status, body) = initialize(&guard.url, token).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // Zabbix's verdicts still reject, and lock the address out past MaxRejectedTokens.
+    let verdicts = [
+        serde_json::json!({"code": -32602, "message": "Invalid params.", "data": "Not authorized."}),
+        serde_json::json!({"code": -32500, "message": "Application error.", "data": "API token expired."}),
+        serde_json::json!({"code": -32602, "message": "Invalid params.", "data": "Not authorized."}),
+    ];
+    for verdict in &verdicts {
+        *stub.auth_error.lock().unwrap() = Some(verdict.clone());
+        let (status, body) = initialize(&guard.url, &made_up_token()).await;
+        assert_eq!(status, 401, "{verdict}: {body}");
+    }
+    let (status, _) = initialize(&guard.url, &made_up_token()).await;
+    assert_eq!(status, 429, "locked out after three verdicts");
+    guard.stop().await;
+}

@@ -229,6 +229,18 @@ impl CallerResolver {
     }
 }
 
+/// Whether Zabbix's error to `user.checkAuthentication` is its verdict on the token. Zabbix
+/// refuses a token it does not know, a disabled user's, or a malformed one with -32602
+/// (`ZBX_API_ERROR_NO_AUTH`, `ZBX_API_ERROR_PARAMETERS`), and an expired one with -32500
+/// (`ZBX_API_ERROR_PERMISSIONS`, "API token expired."). -32500 is also its database and
+/// internal errors, and -32603 any exception: those say nothing of the token, and taken for
+/// a rejection they would lock callers out and close sessions for as long as Zabbix fails.
+/// An expiry worded in another language is read as such a failure: refused all the same.
+fn rejects_token(code: i64, data: &Value) -> bool {
+    const EXPIRED: &str = "API token expired.";
+    code == -32602 || (code == -32500 && data.as_str() == Some(EXPIRED))
+}
+
 async fn lookup(client: &ZabbixClient, token: &ApiToken) -> Result<Arc<Identity>, CallerError> {
     let version = client.version().await.map_err(CallerError::Upstream)?;
     let user = client
@@ -239,7 +251,11 @@ async fn lookup(client: &ZabbixClient, token: &ApiToken) -> Result<Arc<Identity>
         )
         .await
         .map_err(|e| match e {
-            ZabbixError::Api { message, data, .. } => {
+            ZabbixError::Api {
+                code,
+                data,
+                message,
+            } if rejects_token(code, &data) => {
                 CallerError::InvalidToken(format!("{message} {}", data.as_str().unwrap_or("")))
             }
             other => CallerError::Upstream(other),
@@ -365,6 +381,26 @@ mod tests {
             "ended on an unreachable Zabbix"
         );
         assert!(resolver.misses() >= 2, "it asked more than once");
+    }
+
+    #[test]
+    fn only_zabbix_verdicts_on_the_token_reject_it() {
+        use super::rejects_token;
+        // What Zabbix 6.0 and 7.0 answer (CUser::checkAuthentication, CJsonRpc's codes).
+        assert!(rejects_token(-32602, &json!("Not authorized.")));
+        assert!(rejects_token(
+            -32602,
+            &json!("Session terminated, re-login, please.")
+        ));
+        assert!(rejects_token(-32500, &json!("API token expired.")));
+        // Its database and internal errors, and any exception (api_jsonrpc.php).
+        assert!(!rejects_token(
+            -32500,
+            &json!("SQL statement execution has failed.")
+        ));
+        assert!(!rejects_token(-32500, &json!(null)));
+        assert!(!rejects_token(-32603, &json!("Database is down.")));
+        assert!(!rejects_token(-32600, &json!("Invalid request.")));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! A stub Zabbix for faults a real one cannot produce on demand: it answers the identity
 //! calls at once and delays (or drops) the others.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,6 +19,10 @@ pub struct Stub {
     pub slow_group_calls: Arc<AtomicUsize>,
     /// `usergroup.get` calls answered so far (slow or not).
     pub group_calls: Arc<AtomicUsize>,
+    /// While set, `user.checkAuthentication` answers this JSON-RPC error object.
+    pub auth_error: Arc<Mutex<Option<Value>>>,
+    /// `user.checkAuthentication` calls answered so far.
+    pub auth_calls: Arc<AtomicUsize>,
 }
 
 /// Starts a stub that answers data methods after `delay`; returns its API URL.
@@ -58,6 +62,8 @@ async fn start_full(
     let calls = stub.calls.clone();
     let slow = stub.slow_group_calls.clone();
     let group_calls = stub.group_calls.clone();
+    let auth_error = stub.auth_error.clone();
+    let auth_calls = stub.auth_calls.clone();
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -66,12 +72,16 @@ async fn start_full(
             let calls = calls.clone();
             let slow = slow.clone();
             let group_calls = group_calls.clone();
+            let auth_error = auth_error.clone();
+            let auth_calls = auth_calls.clone();
             let answer = result.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let calls = calls.clone();
                     let slow = slow.clone();
                     let group_calls = group_calls.clone();
+                    let auth_error = auth_error.clone();
+                    let auth_calls = auth_calls.clone();
                     let answer = answer.clone();
                     async move {
                         let body = req.into_body().collect().await.unwrap().to_bytes();
@@ -79,6 +89,14 @@ async fn start_full(
                         let result = match request["method"].as_str().unwrap_or("") {
                             "apiinfo.version" => json!("7.0.22"),
                             "user.checkAuthentication" => {
+                                auth_calls.fetch_add(1, Ordering::SeqCst);
+                                let failing = auth_error.lock().unwrap().clone();
+                                if let Some(error) = failing {
+                                    let answer = json!({"jsonrpc": "2.0", "error": error, "id": request["id"]});
+                                    return Ok(hyper::Response::new(Full::new(Bytes::from(
+                                        answer.to_string(),
+                                    ))));
+                                }
                                 json!({"userid": "1", "username": "Admin", "type": 3, "roleid": "3"})
                             }
                             "usergroup.get" => {
