@@ -12,7 +12,7 @@ use crate::mcp::errors::ToolError;
 use crate::mcp::gate::Subject;
 use crate::mcp::page_approval;
 use crate::metrics::{ApprovalOutcome, ToolOutcome};
-use crate::policy::{Decision, PolicyInput};
+use crate::policy::{Approval, Decision, PolicyInput};
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
 /// Everything one write call needs besides the app.
@@ -50,7 +50,17 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
     let params = catalog::params::write_params(call.def, call.arguments, call.version)?;
     let id = call.decision.decision_id.as_str();
     if let Some(state) = call.request.request_state.as_deref() {
-        return redeem(app, &call, state, &params).await;
+        // The decision of this retry is the one that counts: a yes given in the client
+        // under a decision that asked for less never stands in for the page's.
+        if call.decision.approval != Approval::Page {
+            return redeem(app, &call, state, &params).await;
+        }
+        app.decisions.event(
+            id,
+            "approval",
+            json!({"outcome": "not_accepted", "via": "input_required",
+                   "reason": "the decision asks for page approval: an answer given in the client does not count"}),
+        );
     }
     let payload = app.zabbix.payload(call.def.method, &params)?;
     let sha256 = approval::sha256_hex(&payload.body);

@@ -2,6 +2,8 @@
 //! sealing, could make them), retried through a real 2026-07-28 client: the request is
 //! rebuilt from the retried arguments and only bytes with the sealed digest are sent.
 
+use std::time::Duration;
+
 use rmcp::model::ProtocolVersion;
 use serde_json::Value;
 use zabbix_mcp_guard::config::SessionMode;
@@ -104,4 +106,63 @@ async fn forged_sealed_states_are_refused() {
     let _turn = LAB.lock().await;
     forged_states_on(&common::lab(7)).await;
     forged_states_on(&common::lab(6)).await;
+}
+
+/// A yes given in the client stands only where the retry's own decision asks for no more:
+/// once the policy asks for the page (a reload here; a policy that depends on the time, the
+/// targets or the client would do the same), a sealed state with the human's yes is not
+/// redeemed, and the call goes the page's way (here: no page, so unavailable). Nothing is sent.
+async fn page_after_the_question_on(lab: &Lab) {
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let side = sidecar(&proxy, "required", SessionMode::Stateless, Some(&KEY)).await;
+    let reader = common::client(&side.guard, &lab.token).await;
+    let event = new_problem(&reader, lab).await;
+    let human = Human::new(Reply::Approve, true, ProtocolVersion::V_2026_07_28);
+    let client = connect(&side.guard, &lab.token, &human).await;
+    let pending = acknowledge_once(&client, &event).await;
+    let state = pending.request_state.clone().expect("sealed request state");
+
+    let app = side.guard.app();
+    let before = app.policy.status().revision;
+    let dir = app.config.policy_dir.clone().expect("a policy directory");
+    std::fs::write(
+        dir.join("policy.rego"),
+        "package zabbix.mcp\nimport rego.v1\n\
+         decision := {\"allow\": true, \"reasons\": [], \"approval\": \"page\", \
+         \"approvers\": {\"usrgrps\": [\"Zabbix administrators\"], \"distinct_from_caller\": true}} \
+         if input.tool.kind == \"write\"\n\
+         else := {\"allow\": true, \"reasons\": [], \"approval\": \"none\"}\n",
+    )
+    .unwrap();
+    common::wait_until(
+        "the page policy to load",
+        Duration::from_secs(30),
+        async || app.policy.status().revision != before,
+    )
+    .await;
+
+    let result = retry(&client, TOOL, ack_args(&event), &state, Reply::Approve).await;
+    let body = failed(&result, "approval_unavailable");
+    assert!(acks(&recorder).is_empty(), "nothing sent: {}", brief(&body));
+    untouched(&reader, &event).await;
+    let decision_id = body["decision_id"].as_str().unwrap();
+    common::wait_until(
+        "the not_accepted event",
+        Duration::from_secs(10),
+        async || {
+            common::decision_log_lines(&side.log).into_iter().any(|l| {
+                l["decision_id"] == decision_id
+                    && l["event"] == "approval"
+                    && l["data"]["outcome"] == "not_accepted"
+            })
+        },
+    )
+    .await;
+    side.guard.stop().await;
+}
+
+#[tokio::test]
+async fn a_yes_in_the_client_does_not_stand_in_for_the_page() {
+    let _turn = LAB.lock().await;
+    page_after_the_question_on(&common::lab(7)).await;
 }
