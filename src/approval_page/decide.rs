@@ -24,8 +24,20 @@ pub(crate) enum Decided {
     Refused(String),
 }
 
-/// The checks that need no policy evaluation: group membership and four eyes.
-pub(crate) fn may_decide(record: &ApprovalRecord, approver: &Identity) -> Result<(), String> {
+/// The checks that need no policy evaluation: not the token that asked, group membership
+/// and four eyes.
+pub(crate) fn may_decide(
+    record: &ApprovalRecord,
+    approver: &Identity,
+    token: &ApiToken,
+) -> Result<(), String> {
+    // The agent holds that token: signed in with it, the agent would approve its own call,
+    // whatever `distinct_from_caller` says of the person behind it.
+    if token.id() == record.input.caller.token_id {
+        return Err(
+            "This change was asked for with the API token you signed in with: sign in with your own credentials.".into(),
+        );
+    }
     let approvers = &record.approvers;
     if approvers.distinct_from_caller && approver.userid == record.input.caller.userid {
         return Err("You asked for this change yourself: another person must approve it.".into());
@@ -94,7 +106,7 @@ pub(crate) async fn decide(
         expire(app, record, now).await?;
         return Ok(Decided::Refused("This approval request expired.".into()));
     }
-    if let Err(reason) = may_decide(record, approver) {
+    if let Err(reason) = may_decide(record, approver, token) {
         log_refusal(app, record, approver, &reason, None);
         return Ok(Decided::Refused(reason));
     }

@@ -150,7 +150,7 @@ async fn list(page: &Page, session: &Session) -> Reply {
     let mine: Vec<_> = records
         .into_iter()
         .filter(|r| {
-            decide::may_decide(r, &session.identity).is_ok()
+            decide::may_decide(r, &session.identity, &session.token).is_ok()
                 && decide::policy_allows(&page.app, r, &session.identity, &session.token)
         })
         .collect();
@@ -184,7 +184,7 @@ async fn detail(
     }
     let mut notice = None;
     let mut status = StatusCode::OK;
-    let mut refusal = match decide::may_decide(&record, &session.identity) {
+    let mut refusal = match decide::may_decide(&record, &session.identity, &session.token) {
         Err(reason) => Some(reason),
         Ok(()) if record.status != Status::Pending => {
             Some(format!("This change is {}.", record.status.as_str()))

@@ -95,7 +95,7 @@ pub(crate) async fn call(
             Err(pending(&record, url))
         }
         Status::Pending => {
-            expire(app, &record, now).await?;
+            expire(app, &record, From::Pending, now).await?;
             Err(ToolError::ApprovalExpired)
         }
         Status::Expired => {
@@ -109,21 +109,27 @@ pub(crate) async fn call(
             by.username
         ))),
         Status::Redeemed(_) => Err(ApprovalError::AlreadyUsed.into()),
-        Status::Approved(by) => redeem(app, call, &record, by, now).await,
+        Status::Approved(by) => redeem(app, call, &record, by, body, now).await,
     }
 }
 
-/// Sends the approved body if this retry is the one that redeems it.
+/// Sends the approved body if this retry is the one that redeems it: the bytes this retry
+/// built, which must be the ones the person was shown (the store's copy is only compared,
+/// so a store that lies cannot change what is sent).
 async fn redeem(
     app: &App,
     call: &WriteCall<'_>,
     record: &ApprovalRecord,
     by: &DecidedBy,
+    body: Vec<u8>,
     now: u64,
 ) -> Result<Written, ToolError> {
     if record.expires_at <= now {
+        // Approved but not redeemed in time: expired for good, and the next call asks anew.
+        expire(app, record, From::Approved, now).await?;
         return Err(ToolError::ApprovalExpired);
     }
+    holds(record, &body)?;
     let redeemed = app
         .store
         .transition(
@@ -136,10 +142,14 @@ async fn redeem(
     let Some(redeemed) = redeemed else {
         // Another retry (maybe on another replica) won, or the time ran out meanwhile.
         return match app.store.get(&record.id).await? {
-            Some(r) if matches!(r.status, Status::Approved(_)) => Err(ToolError::ApprovalExpired),
+            Some(r) if matches!(r.status, Status::Approved(_)) => {
+                expire(app, &r, From::Approved, now).await?;
+                Err(ToolError::ApprovalExpired)
+            }
             _ => Err(ApprovalError::AlreadyUsed.into()),
         };
     };
+    holds(&redeemed, &body)?;
     app.metrics.approval(ApprovalOutcome::PageRedeemed);
     app.decisions.event(
         &record.decision_id,
@@ -150,7 +160,7 @@ async fn redeem(
     );
     let payload = Payload {
         method: call.def.method,
-        body: Bytes::from(redeemed.body.into_bytes()),
+        body: Bytes::from(body),
     };
     let result = app
         .zabbix
@@ -165,10 +175,24 @@ async fn redeem(
     )))
 }
 
-async fn expire(app: &App, record: &ApprovalRecord, now: u64) -> Result<(), ToolError> {
+/// Marks a pending or approved approval expired (once, logged) and forgets its key, so the
+/// next call with the same arguments asks anew.
+/// Whether `record` holds exactly `body`, the request this retry built: checked before the
+/// record is redeemed and again on what the redeeming transition returned.
+fn holds(record: &ApprovalRecord, body: &[u8]) -> Result<(), ToolError> {
+    if record.body.as_bytes() == body && record.sha256 == sha256_hex(body) {
+        return Ok(());
+    }
+    Err(ToolError::from(crate::store::StoreError::Corrupt(format!(
+        "approval {} does not hold the request this call builds",
+        record.id
+    ))))
+}
+
+async fn expire(app: &App, record: &ApprovalRecord, from: From, now: u64) -> Result<(), ToolError> {
     let expired = app
         .store
-        .transition(&record.id, From::Pending, Status::Expired, now)
+        .transition(&record.id, from, Status::Expired, now)
         .await?;
     if expired.is_some() {
         app.metrics.approval(ApprovalOutcome::PageExpired);

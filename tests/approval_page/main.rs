@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod limits;
+mod redeem;
 mod support;
 mod url_elicitation;
 

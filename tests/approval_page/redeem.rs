@@ -1,0 +1,229 @@
+//! What a page approval is good for: never for the token that asked (whatever four eyes
+//! says of the person), and only until it expires, approved or not.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sha2::Digest;
+use zabbix_mcp_guard::store::{Status, unix_now};
+
+use crate::common::{self, recorder};
+use crate::support::{
+    self, PageClient, Setup, TOOL, ack_args, event_names, eventually, pending, sidecar_with,
+};
+
+/// The four_eyes example with neither `distinct_from_caller` nor its own four-eyes rule:
+/// the caller's own user may approve, signed in with their own credentials.
+fn same_person_may_approve() -> std::path::PathBuf {
+    let dir = support::four_eyes();
+    let rego = dir.join("policy.rego");
+    let text = std::fs::read_to_string(&rego).unwrap();
+    let changed = text
+        .replace(
+            "\"distinct_from_caller\": true",
+            "\"distinct_from_caller\": false",
+        )
+        .replace("input.approver.userid == input.caller.userid", "false");
+    assert_eq!(
+        changed.matches("false").count(),
+        text.matches("false").count() + 2
+    );
+    std::fs::write(&rego, changed).unwrap();
+    dir
+}
+
+/// The token an agent holds cannot approve its own call on the page, even where the
+/// policy lets its user approve their own calls; the same user with their password can.
+#[tokio::test]
+async fn the_callers_token_never_approves_its_call() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let setup = Setup {
+        zabbix_url: &proxy,
+        page: true,
+        timeout_secs: 900,
+        shared_store: None,
+        stateful: false,
+    };
+    let car = sidecar_with(setup, |c| c.policy_dir = Some(same_person_may_approve())).await;
+    // The agent is Admin, in the approvers' group.
+    let agent = common::client(&car.guard, &lab.token).await;
+    let event = support::open_event(&lab, &car.guard).await;
+    let args = ack_args(&event, "approved by its own token?");
+    let first = common::tool_error(&agent, TOOL, args.clone()).await;
+    let (id, _) = pending(&first);
+
+    // The agent signs in to the page with its own token.
+    let by_token = PageClient::new(&car.page);
+    let form = by_token.get("/approvals/login").await;
+    let csrf = support::csrf(&form.body);
+    let signed_in = by_token
+        .post(
+            "/approvals/login",
+            &[
+                ("csrf", &csrf),
+                ("next", "/approvals"),
+                ("token", &lab.token),
+            ],
+        )
+        .await;
+    assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+    let list = by_token.get("/approvals").await;
+    assert!(
+        !list.body.contains(&id),
+        "not offered to decide: {}",
+        list.body
+    );
+    let shown = by_token.get(&format!("/approvals/{id}")).await;
+    assert!(
+        shown
+            .body
+            .contains("asked for with the API token you signed in with"),
+        "{}",
+        shown.body
+    );
+    let forced = by_token
+        .post(
+            &format!("/approvals/{id}"),
+            &[
+                ("csrf", &support::csrf(&shown.body)),
+                (
+                    "sha256",
+                    &support::between(&shown.body, "<code id=\"sha256\">", "</code>"),
+                ),
+                ("decision", "approve"),
+            ],
+        )
+        .await;
+    assert_eq!(forced.status, 403, "{}", forced.body);
+    let still = common::tool_error(&agent, TOOL, args.clone()).await;
+    assert_eq!(pending(&still).0, id, "still pending");
+
+    // Admin, with the password: the policy lets the same person approve.
+    let person = PageClient::new(&car.page);
+    assert_eq!(person.sign_in("Admin", "zabbix").await.status, 303);
+    let approved = person.decide(&id, "approve").await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let done = common::call(&agent, TOOL, args).await;
+    assert_ne!(done.is_error, Some(true), "{:?}", done.content);
+    let sent = recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|b| {
+            serde_json::from_str::<Value>(b).is_ok_and(|v| v["method"] == "event.acknowledge")
+        })
+        .count();
+    assert_eq!(sent, 1, "sent once, after the person's yes");
+    car.guard.stop().await;
+}
+
+/// An approval a person gave that no retry redeemed in time expires like a pending one:
+/// the retry after the expiry is told so, and the one after that asks anew (before, every
+/// retry was told `approval_expired` until the record itself went, an hour later).
+#[tokio::test]
+async fn approved_but_not_redeemed_in_time_is_asked_anew() {
+    let lab = common::lab(7);
+    let setup = Setup {
+        zabbix_url: &lab.url,
+        page: true,
+        timeout_secs: 5,
+        shared_store: None,
+        stateful: false,
+    };
+    let car = sidecar_with(setup, |_| {}).await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = support::open_event(&lab, &car.guard).await;
+    let args = ack_args(&event, "approved, then left");
+    let first = common::tool_error(&agent, TOOL, args.clone()).await;
+    let (id, _) = pending(&first);
+    let decision_id = first["decision_id"].as_str().unwrap().to_owned();
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(admin.decide(&id, "approve").await.status, 200);
+    let record = car
+        .guard
+        .app()
+        .store
+        .get(&id)
+        .await
+        .unwrap()
+        .expect("the record");
+    assert!(
+        matches!(record.status, Status::Approved(_)),
+        "{:?}",
+        record.status
+    );
+    // No retry meanwhile: the time runs out on an approved record.
+    eventually(
+        "the approval to expire",
+        Duration::from_secs(30),
+        || async { (unix_now() > record.expires_at).then_some(()) },
+    )
+    .await;
+    let expired = common::tool_error(&agent, TOOL, args.clone()).await;
+    assert_eq!(expired["code"], "approval_expired", "{expired}");
+    let anew = common::tool_error(&agent, TOOL, args).await;
+    assert_ne!(pending(&anew).0, id, "a new approval is asked");
+    assert!(event_names(&car.log, &decision_id).contains(&"approval_expired".to_owned()));
+    car.guard.stop().await;
+}
+
+/// What is sent after a yes is the request this retry builds, the one the person was
+/// shown: a shared store that lies (anyone who can write to Redis rewrites the approved
+/// record's body and digest) cannot change it. The retry is refused as our own failure,
+/// and nothing is sent.
+#[tokio::test]
+async fn a_store_that_lies_cannot_change_what_is_sent() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let setup = Setup {
+        zabbix_url: &proxy,
+        page: true,
+        timeout_secs: 900,
+        shared_store: Some(common::redis_url()),
+        stateful: false,
+    };
+    let car = sidecar_with(setup, |_| {}).await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = support::open_event(&lab, &car.guard).await;
+    let shown = format!("as shown {}", uuid::Uuid::new_v4().simple());
+    let args = ack_args(&event, &shown);
+    let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(admin.decide(&id, "approve").await.status, 200);
+
+    let redis = redis::Client::open(common::redis_url()).unwrap();
+    let mut redis = redis.get_multiplexed_async_connection().await.unwrap();
+    let key = format!("zmg:approval:{id}");
+    let text: String = redis::cmd("HGET")
+        .arg(&key)
+        .arg("record")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let mut record: Value = serde_json::from_str(&text).unwrap();
+    let body = record["body"]
+        .as_str()
+        .unwrap()
+        .replace("as shown", "NOT as shown");
+    record["sha256"] = Value::from(hex::encode(sha2::Sha256::digest(body.as_bytes())));
+    record["body"] = Value::from(body);
+    let () = redis::cmd("HSET")
+        .arg(&key)
+        .arg("record")
+        .arg(record.to_string())
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+
+    let refused = common::tool_error(&agent, TOOL, args).await;
+    assert_eq!(refused["code"], "internal_error", "{refused}");
+    let sent = recorder.bodies.lock().unwrap().iter().any(|b| {
+        serde_json::from_str::<Value>(b).is_ok_and(|v| v["method"] == "event.acknowledge")
+    });
+    assert!(!sent, "nothing reached Zabbix");
+    car.guard.stop().await;
+}
