@@ -333,17 +333,21 @@ pub(crate) fn list_checked<'v>(
     }
 }
 
-/// An ID as Zabbix writes it: digits, as a string. Integers are accepted too.
+/// An ID as Zabbix writes it: digits, as a string, without leading zeros, at most Zabbix's
+/// largest (2^63 - 1). Integers are accepted too. Zabbix reads `"0010084"` as 10084, so
+/// leading zeros are dropped here: the policy, the decision log and Zabbix all see the one
+/// spelling, and a rule naming `"10084"` cannot be passed by writing it another way.
 fn id(value: &Value) -> Option<Value> {
-    match value {
+    let number = match value {
         Value::String(s)
             if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) =>
         {
-            Some(value.clone())
+            s.parse::<u64>().ok()?
         }
-        Value::Number(n) => n.as_u64().map(|n| Value::String(n.to_string())),
-        _ => None,
-    }
+        Value::Number(n) => n.as_u64()?,
+        _ => return None,
+    };
+    (number <= i64::MAX as u64).then(|| Value::String(number.to_string()))
 }
 
 /// Integers may arrive as JSON numbers (including 5.0) or digit strings.

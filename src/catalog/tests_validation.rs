@@ -256,3 +256,34 @@ fn update_accepts_empty_lists_and_partial_windows() {
         .is_object()
     );
 }
+
+/// IDs reach the policy, the decision log and Zabbix in the one spelling Zabbix writes:
+/// leading zeros dropped (Zabbix reads "0010084" as 10084), integers as strings; beyond
+/// Zabbix's largest ID (2^63 - 1) is refused.
+#[test]
+fn ids_have_one_spelling() {
+    let read = |hostids: Value| {
+        let def = find("host_get").unwrap();
+        let raw = json!({ "hostids": hostids });
+        args::validate(def, raw.as_object(), V70, NOW).map(|a| a.0["hostids"].clone())
+    };
+    assert_eq!(
+        read(json!(["0010084", 10085, "0", "000", "9223372036854775807"])).unwrap(),
+        json!(["10084", "10085", "0", "0", "9223372036854775807"])
+    );
+    for bad in [
+        json!(["9223372036854775808"]),
+        json!([9_223_372_036_854_775_808u64]),
+        json!(["-1"]),
+    ] {
+        let error = read(bad.clone()).expect_err("refused").0;
+        assert!(error.contains("hostids"), "{bad}: {error}");
+    }
+    assert_eq!(
+        ok(
+            "problem_acknowledge",
+            json!({"eventids": ["00042"], "message": "m"})
+        )["eventids"],
+        json!(["42"])
+    );
+}

@@ -147,9 +147,16 @@ fn equivalent_arguments(
         .map(|a| a.0)
 }
 
+/// A URI naming one record by its id as Zabbix writes it. Another spelling of the id (a
+/// leading zero, which Zabbix would read as the same record) names nothing: the URI is
+/// what a policy's `resource` rules see.
 fn parse(uri: &str) -> Option<(ResourceKind, &str)> {
     let (kind, id) = ResourceKind::of_uri(uri)?;
-    let valid = !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit());
+    let valid = !id.is_empty()
+        && id.len() <= 20
+        && id.bytes().all(|b| b.is_ascii_digit())
+        && (id == "0" || !id.starts_with('0'))
+        && id.parse::<u64>().is_ok_and(|n| n <= i64::MAX as u64);
     valid.then_some((kind, id))
 }
 
@@ -206,6 +213,10 @@ mod tests {
             Some((ResourceKind::Host, "10084"))
         );
         assert_eq!(parse("zabbix://host/abc"), None);
+        assert_eq!(parse("zabbix://host/010084"), None);
+        assert_eq!(parse("zabbix://host/9223372036854775808"), None);
+        assert!(parse("zabbix://host/9223372036854775807").is_some());
+        assert!(parse("zabbix://host/0").is_some());
         assert_eq!(parse("zabbix://hosts/1"), None);
         assert_eq!(parse("zabbix://host/"), None);
         assert_eq!(parse("http://host/1"), None);
