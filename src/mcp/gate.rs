@@ -92,8 +92,8 @@ impl Subject {
             },
             client: ClientInfo {
                 address: crate::decimal::address(caller.address),
-                name: client.as_ref().map(|c| c.name.clone()),
-                version: client.as_ref().map(|c| c.version.clone()),
+                name: client.as_ref().map(|c| bounded(&c.name)),
+                version: client.as_ref().map(|c| bounded(&c.version)),
                 protocol_version: context.protocol_version().map(|v| v.to_string()),
                 elicitation,
             },
@@ -102,6 +102,27 @@ impl Subject {
             },
         }
     }
+}
+
+/// How much of a client's self-reported name or version is kept. The client chooses them
+/// freely, and they go into every policy input, decision log line and list-cache key: a
+/// 900 kB name made each call log a 900 kB line.
+const CLIENT_TEXT_MAX: usize = 256;
+
+/// `text` cut to [`CLIENT_TEXT_MAX`] bytes at a character boundary, marked with `…` where
+/// it was cut (so a cut name never equals a shorter one a policy names).
+fn bounded(text: &str) -> String {
+    if text.len() <= CLIENT_TEXT_MAX {
+        return text.to_owned();
+    }
+    let mut end = CLIENT_TEXT_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cut = String::with_capacity(end + '…'.len_utf8());
+    cut.push_str(text.get(..end).unwrap_or_default());
+    cut.push('…');
+    cut
 }
 
 pub(crate) fn tool_info(def: &ToolDef, exposed_name: &str) -> ToolInfo {
@@ -322,7 +343,22 @@ impl Serialize for Ended {
 
 #[cfg(test)]
 mod tests {
-    use super::Ended;
+    use super::{CLIENT_TEXT_MAX, Ended, bounded};
+
+    #[test]
+    fn client_names_are_bounded() {
+        assert_eq!(bounded("claude-code"), "claude-code");
+        let exact = "a".repeat(CLIENT_TEXT_MAX);
+        assert_eq!(bounded(&exact), exact);
+        let long = "x".repeat(900_000);
+        assert_eq!(bounded(&long), format!("{}…", "x".repeat(CLIENT_TEXT_MAX)));
+        // Cut at a character boundary: 255 ASCII bytes, then a two-byte character.
+        let multibyte = format!("{}é{}", "a".repeat(CLIENT_TEXT_MAX - 1), "b".repeat(10));
+        assert_eq!(
+            bounded(&multibyte),
+            format!("{}…", "a".repeat(CLIENT_TEXT_MAX - 1))
+        );
+    }
 
     #[test]
     fn ended_is_written_as_the_log_has_always_read() {
