@@ -109,7 +109,7 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
                 u8::try_from(v).unwrap_or(DEFAULT_DEBUG_LEVEL)
             }),
         pid_file: path(r, Param::PidFile),
-        policy_dir: path(r, Param::PolicyDir),
+        policy_dir: policy_dir(r)?,
         policy_mode: keyword(r, Param::PolicyMode, &POLICY_MODE)?.unwrap_or(PolicyMode::Enforce),
         decision_log: decision_log(r)?,
         decision_log_file_size_mb: int(r, Param::DecisionLogFileSize, LOG_FILE_SIZE_RANGE)?
@@ -156,6 +156,21 @@ fn path(r: &Resolved, param: Param) -> Option<PathBuf> {
     r.get(param)
         .filter(|e| !e.value.is_empty())
         .map(|e| PathBuf::from(&e.value))
+}
+
+/// `PolicyDir`: unlike other paths, given empty it is an error, not "not set". Not set, the
+/// permissive built-in policy decides: a template whose variable came out empty must not
+/// swap a security team's policies for it.
+fn policy_dir(r: &Resolved) -> Result<Option<PathBuf>, ConfigError> {
+    match r.get(Param::PolicyDir) {
+        Some(entry) if entry.value.trim().is_empty() => Err(ConfigError::bad_value(
+            &entry.at(),
+            &entry.value,
+            "empty: name the policy directory, or leave PolicyDir out for the built-in policy",
+        )),
+        Some(entry) => Ok(Some(PathBuf::from(&entry.value))),
+        None => Ok(None),
+    }
 }
 
 /// TLS material is checked now so that `-T` catches a wrong path before start.

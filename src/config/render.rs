@@ -27,7 +27,9 @@ pub fn render(config: &Config) -> String {
             Arity::Rule => {}
             Arity::Single | Arity::List => {
                 if param == Param::PolicyDir && config.policy_dir.is_none() {
+                    // Left out, as it must be to mean that: an empty PolicyDir is an error.
                     out.push_str("# no PolicyDir: the built-in policies/default.rego decides\n");
+                    continue;
                 }
                 let _ = writeln!(out, "{}={}", param.name(), value(config, param));
             }

@@ -344,7 +344,6 @@ fn rendering_masks_the_secret() {
         "ApprovalSealKey=***",
         "DecisionLog=stdout",
         "# no PolicyDir: the built-in policies/default.rego decides",
-        "PolicyDir=",
         "# Zabbix API URL: https://z.example.com/api_jsonrpc.php",
     ] {
         assert!(
@@ -352,6 +351,7 @@ fn rendering_masks_the_secret() {
             "missing {line:?} in\n{text}"
         );
     }
+    assert!(!text.lines().any(|l| l.starts_with("PolicyDir=")), "{text}");
     // Every other parameter is printed; rules only when present.
     let rules = [
         Param::AllowTool,
@@ -359,7 +359,13 @@ fn rendering_masks_the_secret() {
         Param::DenyToolRegexp,
     ];
     for param in Param::all().filter(|p| p.overridable() && !rules.contains(p)) {
-        assert!(text.contains(&format!("{}=", param.name())), "{param:?}");
+        // PolicyDir, not set here, is left out (named in its comment).
+        let shown = format!(
+            "{}{}",
+            param.name(),
+            if param == Param::PolicyDir { "" } else { "=" }
+        );
+        assert!(text.contains(&shown), "{param:?}");
     }
 }
 
@@ -481,4 +487,22 @@ fn status_listener_is_off_by_default_and_needs_its_port() {
     );
     let range = load_text(&dir, &format!("{BASE}StatusListenPort=80\n")).unwrap_err();
     assert!(range.to_string().contains("out of range"), "{range}");
+}
+
+/// An empty PolicyDir (a template's variable that came out empty, a flag given `''`) is an
+/// error naming where it was given, never the permissive built-in policy.
+#[test]
+fn an_empty_policy_dir_is_refused() {
+    let dir = Scratch::new("config");
+    for line in ["PolicyDir=", "PolicyDir=  "] {
+        let error = load_text(&dir, &format!("{BASE}{line}\n"))
+            .expect_err(line)
+            .to_string();
+        assert!(
+            error.contains("main.conf:3: PolicyDir") && error.contains("empty"),
+            "{error}"
+        );
+    }
+    let unset = load_text(&dir, BASE).unwrap();
+    assert!(unset.policy_dir.is_none(), "left out: the built-in policy");
 }
