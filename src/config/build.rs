@@ -342,6 +342,16 @@ fn status_listener(r: &Resolved) -> Result<Option<StatusListenerConfig>, ConfigE
     }))
 }
 
+/// Whether two configured paths name one file: the same text, or (both existing) the same
+/// file reached another way.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
+
 fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
     // TLSAccept=cert and LogType=file can only come from an entry, which the
     // message points at.
@@ -364,6 +374,20 @@ fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
     {
         let message = "LogFile is required when LogType=file";
         return Err(ConfigError::conflict(&log.at(), message));
+    }
+    // Two writers rotating one file would rename each other's lines away, and process log
+    // lines would sit among the audit's.
+    if let (Some(log_file), DecisionLogSink::File(decisions)) =
+        (&config.log_file, &config.decision_log)
+        && config.log_type == LogType::File
+        && same_file(log_file, decisions)
+        && let Some(entry) = r.get(Param::DecisionLog)
+    {
+        let message = format!(
+            "the decision log must be a file of its own, not LogFile ({})",
+            log_file.display()
+        );
+        return Err(ConfigError::conflict(&entry.at(), message));
     }
     let has_deny = config.tool_rules.iter().any(|rule| !rule.is_allow());
     if let Some(first_allow) = r

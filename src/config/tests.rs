@@ -506,3 +506,28 @@ fn an_empty_policy_dir_is_refused() {
     let unset = load_text(&dir, BASE).unwrap();
     assert!(unset.policy_dir.is_none(), "left out: the built-in policy");
 }
+
+/// The decision log and the process log file cannot be one file, however it is spelled.
+#[test]
+fn the_decision_log_is_a_file_of_its_own() {
+    let dir = Scratch::new("config");
+    let log = dir.write("sidecar.log", "");
+    let other = format!("{}/./sidecar.log", log.parent().unwrap().display());
+    for decisions in [log.display().to_string(), other] {
+        let text = format!(
+            "{BASE}LogType=file\nLogFile={}\nDecisionLog={decisions}\n",
+            log.display()
+        );
+        let error = load_text(&dir, &text).expect_err(&decisions).to_string();
+        assert!(
+            error.contains("main.conf:5: DecisionLog") && error.contains("a file of its own"),
+            "{error}"
+        );
+    }
+    let apart = format!(
+        "{BASE}LogType=file\nLogFile={}\nDecisionLog={}/decisions.log\n",
+        log.display(),
+        log.parent().unwrap().display()
+    );
+    assert!(load_text(&dir, &apart).is_ok());
+}

@@ -186,7 +186,9 @@ pub async fn decide_call(
         {
             Ok(targets) => Some(Targets::clone(&targets)),
             Err(error) => {
-                tracing::info!(gen_ai.tool.name = def.name, error = %error, "targets not resolved");
+                // Zabbix's messages echo agent text: escaped, so no line can be forged.
+                let message = crate::display::escape_text(&error.to_string());
+                tracing::info!(gen_ai.tool.name = def.name, error = %message, "targets not resolved");
                 let input = input(subject, Phase::Call, def, exposed_name, arguments.0.clone());
                 return (
                     record(app, def, Decision::deny(error.to_string()), &input),

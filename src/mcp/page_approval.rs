@@ -275,7 +275,11 @@ async fn ask_by_url(app: &App, call: &WriteCall<'_>, record: &ApprovalRecord, ur
     let peer = call.context.peer.clone();
     match tokio::time::timeout(URL_ELICITATION_WAIT, peer.create_elicitation(params)).await {
         Ok(Ok(answer)) => tracing::debug!(action = ?answer.action, "url elicitation answered"),
-        Ok(Err(error)) => tracing::info!(%error, "url elicitation failed"),
+        // rmcp's text holds the client's own error message: escaped, so it cannot forge lines.
+        Ok(Err(error)) => {
+            let error = crate::display::escape_text(&error.to_string());
+            tracing::info!(%error, "url elicitation failed");
+        }
         Err(_) => tracing::info!("url elicitation not answered in time"),
     }
     tokio::spawn(watch(
@@ -303,6 +307,7 @@ async fn watch(store: Arc<Store>, peer: rmcp::Peer<rmcp::RoleServer>, id: String
         .send_notification(ServerNotification::CustomNotification(complete))
         .await
     {
+        let error = crate::display::escape_text(&error.to_string());
         tracing::info!(%error, "elicitation complete notification not delivered");
     }
 }
