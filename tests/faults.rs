@@ -135,6 +135,12 @@ fn classes() -> Vec<(&'static str, Fault, &'static str, &'static str)> {
             "MaxZabbixResponseSize",
         ),
         (
+            "another request's answer",
+            Fault::OtherId,
+            "upstream_unavailable",
+            "the id of the request sent",
+        ),
+        (
             "reset after the write was read",
             Fault::Reset,
             "upstream_unavailable",

@@ -51,11 +51,9 @@ impl Seen {
 
 /// The answer to every request: a JSON-RPC result naming the method asked.
 fn answer(request: &[u8]) -> (String, Vec<u8>) {
-    let method = serde_json::from_slice::<Value>(request)
-        .ok()
-        .and_then(|v| v["method"].as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let body = json!({"jsonrpc": "2.0", "result": {"method": method}, "id": 1});
+    let request = serde_json::from_slice::<Value>(request).unwrap_or(Value::Null);
+    let method = request["method"].as_str().unwrap_or_default().to_owned();
+    let body = json!({"jsonrpc": "2.0", "result": {"method": method}, "id": request["id"]});
     (method, serde_json::to_vec(&body).unwrap())
 }
 
@@ -101,17 +99,14 @@ async fn serve(
     Ok(response)
 }
 
-/// Reads one request, answers it with a length and no `Connection` header (so it looks
-/// reusable), and closes.
-async fn answer_once_and_close(mut stream: TcpStream, seen: &Seen) {
+/// Reads one HTTP/1.1 request (one at a time: nothing is read past it) and returns its body.
+async fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
     let mut read = Vec::new();
     let mut buf = [0u8; 4096];
-    let body = loop {
-        let Ok(n) = stream.read(&mut buf).await else {
-            return;
-        };
+    loop {
+        let n = stream.read(&mut buf).await.ok()?;
         if n == 0 {
-            return;
+            return None;
         }
         read.extend_from_slice(&buf[..n]);
         let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") else {
@@ -124,20 +119,68 @@ async fn answer_once_and_close(mut stream: TcpStream, seen: &Seen) {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
         if read.len() >= end + 4 + length {
-            break read[end + 4..end + 4 + length].to_vec();
+            return Some(read[end + 4..end + 4 + length].to_vec());
         }
+    }
+}
+
+/// Writes a 200 answer with a length and no `Connection` header (so it looks reusable).
+async fn respond(stream: &mut TcpStream, answer: &[u8]) {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        answer.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(answer).await;
+}
+
+/// Reads one request, answers it as if keeping the connection, and closes.
+async fn answer_once_and_close(mut stream: TcpStream, seen: &Seen) {
+    let Some(body) = read_request(&mut stream).await else {
+        return;
     };
     let (method, answer) = answer(&body);
     seen.requests
         .lock()
         .unwrap()
         .push((Version::HTTP_11, method));
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        answer.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(&answer).await;
+    respond(&mut stream, &answer).await;
+}
+
+/// A keep-alive frontend out of step with its connection, once: to the second request on
+/// the first connection it first sends an answer of another request (id 999, as a proxy
+/// that mixed up two clients' answers would), then the request's own.
+async fn stray_front() -> (String, Seen, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api_jsonrpc.php", listener.local_addr().unwrap());
+    let seen = Seen::default();
+    let strays = Arc::new(AtomicUsize::new(0));
+    let (state, sent) = (seen.clone(), strays.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            state.connections.fetch_add(1, Ordering::SeqCst);
+            let (state, sent) = (state.clone(), sent.clone());
+            tokio::spawn(async move {
+                let mut served = 0;
+                while let Some(body) = read_request(&mut stream).await {
+                    let (method, answer) = answer(&body);
+                    state
+                        .requests
+                        .lock()
+                        .unwrap()
+                        .push((Version::HTTP_11, method));
+                    served += 1;
+                    if served == 2 && sent.load(Ordering::SeqCst) == 0 {
+                        let stray = json!({"jsonrpc": "2.0", "result": {"method": "someone else's"}, "id": 999});
+                        respond(&mut stream, stray.to_string().as_bytes()).await;
+                        sent.fetch_add(1, Ordering::SeqCst);
+                    }
+                    respond(&mut stream, &answer).await;
+                }
+            });
+        }
+    });
+    (url, seen, strays)
 }
 
 /// A TLS frontend (certificate for localhost from `pki`) offering `alpn`, serving HTTP/1.1
@@ -310,5 +353,30 @@ async fn a_refused_connection_says_where_and_why() {
     assert!(
         error.contains(&format!("connecting to 127.0.0.1:{port}")) && error.contains("refused"),
         "{error}"
+    );
+}
+
+/// An answer of another request on a kept-open connection must not be taken for the
+/// call's own (it would hand one caller another's data): the call fails as an invalid
+/// response, the idle connections are closed, and the calls after it go out on a new
+/// connection.
+#[tokio::test]
+async fn another_requests_answer_is_never_taken() {
+    let (url, seen, strays) = stray_front().await;
+    let client = client(&url, None);
+    assert_eq!(read(&client).await["method"], "apiinfo.version");
+    let taken = client.call(Method::ApiInfoVersion, &json!({}), None).await;
+    let error = taken
+        .expect_err("the stray answer is not this call's")
+        .to_string();
+    assert!(error.contains("the answer's id is 999"), "{error}");
+    assert_eq!(strays.load(Ordering::SeqCst), 1);
+    assert_eq!(read(&client).await["method"], "apiinfo.version");
+    // A write takes the other path through the client (serde's reading): the same check.
+    write(&client).await.unwrap();
+    assert_eq!(
+        seen.connections(),
+        2,
+        "the out-of-step connection was not used again"
     );
 }

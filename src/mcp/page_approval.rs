@@ -161,6 +161,7 @@ async fn redeem(
     let payload = Payload {
         method: call.def.method,
         body: Bytes::from(body),
+        id: STABLE_ID,
     };
     let result = app
         .zabbix
@@ -223,7 +224,7 @@ fn stable_body(call: &WriteCall<'_>, params: &Value) -> Result<Vec<u8>, ToolErro
         "jsonrpc": "2.0",
         "method": call.def.method.as_str(),
         "params": params,
-        "id": 1,
+        "id": STABLE_ID,
     });
     serde_json::to_vec(&body).map_err(|e| {
         ToolError::Zabbix(ZabbixError::BadResponse(format!(
@@ -231,6 +232,9 @@ fn stable_body(call: &WriteCall<'_>, params: &Value) -> Result<Vec<u8>, ToolErro
         )))
     })
 }
+
+/// The JSON-RPC id of every approved body (see [`stable_body`]).
+const STABLE_ID: u64 = 1;
 
 /// `2026-12-01T15:04:05Z` for Unix seconds.
 pub(crate) fn rfc3339(seconds: u64) -> String {

@@ -42,6 +42,8 @@ pub struct Payload {
     pub method: Method,
     /// The body exactly as sent, without any token.
     pub body: Bytes,
+    /// The body's JSON-RPC `id`: the answer must carry it.
+    pub id: u64,
 }
 
 pub struct ZabbixClient {
@@ -65,6 +67,8 @@ pub struct ZabbixClient {
 
 #[derive(Deserialize)]
 struct RpcResponse {
+    #[serde(default)]
+    id: Option<Value>,
     #[serde(default)]
     result: Option<Value>,
     #[serde(default)]
@@ -217,7 +221,13 @@ impl ZabbixClient {
     ) -> Result<RawReply, ZabbixError> {
         let payload = self.payload_text(method, params)?;
         let body = self.send_body(&payload, token).await?;
-        match raw::answer(body).map_err(|e| ZabbixError::BadResponse(e.to_string()))? {
+        let answer = raw::answer(body, payload.id).map_err(|error| {
+            if matches!(error, raw::RawError::WrongId { .. }) {
+                self.out_of_step();
+            }
+            ZabbixError::BadResponse(error.to_string())
+        })?;
+        match answer {
             Answer::Error(error) => {
                 Err(api_error(serde_json::from_str(&error).map_err(|e| {
                     ZabbixError::BadResponse(format!("not JSON-RPC: {e}"))
@@ -239,6 +249,17 @@ impl ZabbixClient {
         let body = self.send_body(payload, token).await?;
         let parsed: RpcResponse = serde_json::from_slice(&body)
             .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
+        if parsed.id.as_ref().and_then(Value::as_u64) != Some(payload.id) {
+            self.out_of_step();
+            let found = parsed
+                .id
+                .map_or_else(|| "none".to_owned(), |id| id.to_string());
+            let wrong = raw::RawError::WrongId {
+                sent: payload.id,
+                found: crate::display::escape_text(&found),
+            };
+            return Err(ZabbixError::BadResponse(wrong.to_string()));
+        }
         match (parsed.result, parsed.error) {
             (_, Some(error)) => Err(api_error(error)),
             (Some(result), None) => Ok(result),
@@ -286,6 +307,14 @@ impl ZabbixClient {
             metrics.zabbix_request(payload.method, &result, started.elapsed());
         }
         result
+    }
+
+    /// An answer to another request came back: the connection it came on (back among the
+    /// idle ones by now) is out of step with its requests, and so may the others be. None
+    /// is reused; the next calls connect anew.
+    fn out_of_step(&self) {
+        tracing::warn!("Zabbix answered with another request's id; idle connections closed");
+        self.connections.close_idle();
     }
 
     /// One of the `MaxZabbixConcurrency` slots, waited for at most `Timeout`. The wait is
@@ -350,6 +379,7 @@ fn envelope(
     Ok(Payload {
         method,
         body: Bytes::from(body.finish().into_bytes()),
+        id,
     })
 }
 

@@ -278,6 +278,14 @@ impl Connections {
         }
     }
 
+    /// Closes every idle connection (dropped, which closes them); those in use are not
+    /// given back while this holds.
+    pub(crate) fn close_idle(&self) {
+        let mut idle = self.lock();
+        idle.http1.clear();
+        idle.http2 = None;
+    }
+
     fn checkin(&self, sender: Sender) {
         match sender {
             Sender::Http1(sender) => {

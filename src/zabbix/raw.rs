@@ -35,6 +35,10 @@ pub enum RawError {
     NotJson(#[from] ScanError),
     #[error("not JSON-RPC: the body is not an object")]
     NotObject,
+    /// The answer of another request (or of none): a frontend or proxy out of step with
+    /// the connection. Never taken for this request's.
+    #[error("the answer's id is {found}, not {sent}, the id of the request sent")]
+    WrongId { sent: u64, found: String },
 }
 
 /// One element of a result array: an object's members, or any other value's text.
@@ -151,7 +155,7 @@ impl ExactSizeIterator for Members<'_> {}
 
 /// Reads a JSON-RPC answer: checks it is a JSON object and finds its `result` or `error`
 /// and the result's elements, in one pass (a member named twice is an error).
-pub fn answer(body: Bytes) -> Result<Answer, RawError> {
+pub fn answer(body: Bytes, sent_id: u64) -> Result<Answer, RawError> {
     // Said as it is, rather than as the scan's "expected an object at byte 0".
     let first = body
         .iter()
@@ -162,6 +166,13 @@ pub fn answer(body: Bytes) -> Result<Answer, RawError> {
     // The body's buffer becomes the text's without a copy when nothing else shares it.
     let body = scan::text(Vec::from(body))?;
     let spans = scan::answer_text(&body)?;
+    let found = spans.id.and_then(|id| body.get(id)).unwrap_or("none");
+    if !same_id(found, sent_id) {
+        return Err(RawError::WrongId {
+            sent: sent_id,
+            found: crate::display::escape_text(found),
+        });
+    }
     Ok(match (spans.result, spans.error) {
         (_, Some(error)) => Answer::Error(body.get(error).unwrap_or("null").to_owned()),
         (Some(result), None) => Answer::Result(RawReply {
@@ -171,6 +182,12 @@ pub fn answer(body: Bytes) -> Result<Answer, RawError> {
         }),
         (None, None) => Answer::Neither,
     })
+}
+
+/// Whether an answer's `id` text (checked JSON already) is the number `sent`. A JSON
+/// number has no sign or leading zero, so only the text Zabbix writes back parses to it.
+pub fn same_id(text: &str, sent: u64) -> bool {
+    text.parse::<u64>().is_ok_and(|id| id == sent)
 }
 
 /// A JSON string's text (quotes included) decoded; borrowed when it has no escapes.
@@ -189,7 +206,7 @@ pub fn unquote(quoted: &str) -> Cow<'_, str> {
 /// The reply whose `result` is `text` (JSON), for tests that start from a result.
 #[cfg(test)]
 pub fn reply_of(text: &str) -> RawReply {
-    match answer(Bytes::from(format!("{{\"result\":{text}}}"))) {
+    match answer(Bytes::from(format!("{{\"result\":{text},\"id\":1}}")), 1) {
         Ok(Answer::Result(reply)) => reply,
         other => panic!("not a result: {other:?}"),
     }
@@ -256,7 +273,7 @@ mod tests {
     }
 
     fn read(body: &[u8]) -> Result<Answer, RawError> {
-        answer(Bytes::copy_from_slice(body))
+        answer(Bytes::copy_from_slice(body), 3)
     }
 
     #[test]
@@ -267,7 +284,7 @@ mod tests {
         };
         assert_eq!(reply.result(), r#"[{"hostid":"1"}]"#);
         let found = read(
-            br#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"m","data":"d"},"result":null}"#,
+            br#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"m","data":"d"},"result":null,"id":3}"#,
         );
         let Ok(Answer::Error(error)) = found else {
             panic!("{found:?}")
@@ -281,16 +298,43 @@ mod tests {
         // A null result counts as absent but still as said.
         assert!(read(b"{\"error\":null,\"error\":{}}").is_err());
         // Escaped keys are still the members they name; null is absent.
-        let found = read(br#"{"res\u0075lt":[1],"error":null,"id":{"result":2}}"#);
+        let found = read(br#"{"res\u0075lt":[1],"error":null,"x":{"result":2},"i\u0064":3}"#);
         let Ok(Answer::Result(reply)) = found else {
             panic!("{found:?}")
         };
         assert_eq!(reply.result(), "[1]");
-        assert!(matches!(read(b"{\"result\":null}"), Ok(Answer::Neither)));
+        assert!(matches!(
+            read(b"{\"result\":null,\"id\":3}"),
+            Ok(Answer::Neither)
+        ));
         assert!(matches!(read(b" [1]"), Err(RawError::NotObject)));
         let bad = read(b"{\"result\":\"\xff\"}").unwrap_err();
         assert_eq!(bad.to_string(), "not JSON-RPC: not UTF-8 at byte 11");
         let bad = read(b"{\"result\":[1,}").unwrap_err();
         assert_eq!(bad.to_string(), "not JSON-RPC: expected a value at byte 13");
+    }
+
+    /// Only the answer to the request sent is taken: another id, none, `null`, a string
+    /// or a number written otherwise is another request's answer (or none's).
+    #[test]
+    fn the_answer_is_the_requests_own() {
+        for (body, found) in [
+            (br#"{"result":[1],"id":4}"#.as_slice(), "4"),
+            (br#"{"result":[1]}"#, "none"),
+            (br#"{"result":[1],"id":null}"#, "null"),
+            (br#"{"result":[1],"id":"3"}"#, "\"3\""),
+            (br#"{"result":[1],"id":3.0}"#, "3.0"),
+            (br#"{"result":[1],"id":3e0}"#, "3e0"),
+            (br#"{"error":{"code":1,"message":"m"},"id":33}"#, "33"),
+        ] {
+            match read(body) {
+                Err(RawError::WrongId { sent: 3, found: f }) => assert_eq!(f, found),
+                other => panic!("{}: {other:?}", String::from_utf8_lossy(body)),
+            }
+        }
+        let twice = read(br#"{"result":[1],"id":3,"id":3}"#).unwrap_err();
+        assert!(twice.to_string().contains("\"id\" twice"), "{twice}");
+        assert!(super::same_id("18446744073709551615", u64::MAX));
+        assert!(!super::same_id("18446744073709551616", 0));
     }
 }

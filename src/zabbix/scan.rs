@@ -22,11 +22,14 @@ pub struct ScanError {
     at: usize,
 }
 
-/// The spans of an answer object's members that matter; `null` counts as absent.
+/// The spans of an answer object's members that matter; `null` counts as absent (but for
+/// `id`, whose `null` is a value to compare).
 #[derive(Debug, Default)]
 pub struct Spans {
     pub result: Option<Range<usize>>,
     pub error: Option<Range<usize>>,
+    /// The `id` member's JSON text, `null` included.
+    pub id: Option<Range<usize>>,
     /// The result's elements, when the result is an array.
     pub elements: Option<ElementSpans>,
     /// Whether a member named `result` or `error` is there at all, `null` or not (what
@@ -68,6 +71,7 @@ pub enum ElementSpan {
 enum Slot {
     Result,
     Error,
+    Id,
 }
 
 struct Scanner<'a> {
@@ -76,8 +80,8 @@ struct Scanner<'a> {
     depth: usize,
 }
 
-/// Checks `body` is one JSON object and finds its `result` and `error` members (a member
-/// named twice is an error) and the result's elements.
+/// Checks `body` is one JSON object and finds its `result`, `error` and `id` members (a
+/// member named twice is an error) and the result's elements.
 pub fn answer(body: &[u8]) -> Result<Spans, ScanError> {
     answer_text(std::str::from_utf8(body).map_err(not_utf8)?)
 }
@@ -107,7 +111,7 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
         return scanner.fail("expected an object");
     }
     let mut spans = Spans::default();
-    let mut seen = [false; 2];
+    let mut seen = [false; 3];
     scanner.object(|s, key, escaped| {
         let Ok(slot) = slot_of(&s.bytes[key.clone()], escaped) else {
             return Err(ScanError {
@@ -123,11 +127,17 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
                 what: match slot {
                     Slot::Result => "the body has \"result\" twice",
                     Slot::Error => "the body has \"error\" twice",
+                    Slot::Id => "the body has \"id\" twice",
                 },
                 at: key.start,
             });
         }
         let start = s.at;
+        if slot == Slot::Id {
+            s.value()?;
+            spans.id = Some(start..s.at);
+            return Ok(());
+        }
         let elements = match s.peek() {
             Some(b'[') if slot == Slot::Result => Some(s.elements()?),
             _ => {
@@ -139,6 +149,7 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
         match slot {
             Slot::Result => (spans.result, spans.elements) = (span, elements),
             Slot::Error => spans.error = span,
+            Slot::Id => {}
         }
         Ok(())
     })?;
@@ -146,7 +157,7 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
     if scanner.at != body.len() {
         return scanner.fail("trailing characters");
     }
-    spans.result_or_error_named = seen.contains(&true);
+    spans.result_or_error_named = seen[Slot::Result as usize] || seen[Slot::Error as usize];
     Ok(spans)
 }
 
@@ -165,6 +176,7 @@ fn slot_of(quoted: &[u8], escaped: bool) -> Result<Option<Slot>, ()> {
     Ok(match &*name {
         b"result" => Some(Slot::Result),
         b"error" => Some(Slot::Error),
+        b"id" => Some(Slot::Id),
         _ => None,
     })
 }

@@ -33,6 +33,8 @@ pub enum Fault {
     Oversized(usize),
     /// Reads the request, then resets the connection without a word.
     Reset,
+    /// A valid answer carrying another request's id (a frontend or proxy out of step).
+    OtherId,
 }
 
 #[derive(Clone)]
@@ -149,6 +151,11 @@ async fn serve(mut stream: TcpStream, stub: FaultStub) {
             .await;
         }
         Fault::Status(code) => reply(&mut stream, code, "text/plain", "upstream broke").await,
+        Fault::OtherId => {
+            let other = request["id"].as_u64().unwrap_or(0) + 1000;
+            let body = json!({"jsonrpc": "2.0", "result": {"eventids": ["42"]}, "id": other});
+            reply(&mut stream, 200, "application/json", &body.to_string()).await
+        }
         Fault::Html => {
             let page = "<html><head><title>Error</title></head><body><h1>Database error</h1></body></html>";
             reply(&mut stream, 200, "text/html", page).await;
