@@ -271,6 +271,12 @@ impl DecisionLog {
         self.counter(|c| c.written.load(Ordering::Relaxed))
     }
 
+    /// Whether the last lines written did not all land (a file's went to stderr instead):
+    /// until a batch lands whole again.
+    pub fn failing(&self) -> bool {
+        self.counter(|c| u64::from(c.failing.load(Ordering::Relaxed))) == 1
+    }
+
     /// Lines dropped because the queue was full (each drop is also in the log itself).
     pub fn dropped(&self) -> u64 {
         self.counter(|c| c.dropped.load(Ordering::Relaxed))

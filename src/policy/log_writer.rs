@@ -19,7 +19,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -60,8 +60,12 @@ pub(crate) struct Writer {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) dropped: AtomicU64,
+    /// Lines every destination took.
     pub(crate) written: AtomicU64,
+    /// Lines some destination did not take (a file's went to stderr instead).
     pub(crate) write_errors: AtomicU64,
+    /// Whether the last batch failed somewhere: until one is written whole again.
+    pub(crate) failing: AtomicBool,
 }
 
 enum Message {
@@ -91,6 +95,8 @@ struct Drain {
     /// Drops already named in a warning, and when that warning was.
     warned: u64,
     last_warn: Option<Instant>,
+    /// Lines in the batch being gathered (the overflow line is not one of the calls').
+    batch_lines: u64,
 }
 
 /// Every writer in the process, so [`flush_all`] can reach them.
@@ -113,6 +119,7 @@ impl Writer {
             reported: 0,
             warned: 0,
             last_warn: None,
+            batch_lines: 0,
         };
         // Detached: it ends by itself once every sender is gone.
         let thread = std::thread::Builder::new()
@@ -236,7 +243,7 @@ impl Drain {
         match message {
             Message::Line(line) => {
                 batch.extend_from_slice(&line);
-                self.counters.written.fetch_add(1, Ordering::Relaxed);
+                self.batch_lines += 1;
             }
             Message::Flush(ack) => acks.push(ack),
         }
@@ -274,13 +281,24 @@ impl Drain {
         }
     }
 
+    /// Writes a batch to every destination; its lines count as written only if every one
+    /// took them.
     fn write(&mut self, bytes: &[u8]) {
+        let mut failed = false;
         for output in &mut self.outputs {
             if let Err(error) = output.write_all(bytes) {
-                self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(target_sink = output.name(), %error, "decision log lines lost");
+                failed = true;
+                tracing::error!(target_sink = output.name(), %error, "decision log lines not written");
             }
         }
+        let lines = std::mem::take(&mut self.batch_lines);
+        let counter = if failed {
+            &self.counters.write_errors
+        } else {
+            &self.counters.written
+        };
+        counter.fetch_add(lines, Ordering::Relaxed);
+        self.counters.failing.store(failed, Ordering::Relaxed);
     }
 }
 
@@ -302,11 +320,11 @@ impl Output {
                 out.write_all(bytes)?;
                 out.flush()
             }
-            // Failures go to stderr inside, said once: nothing is lost.
-            Output::File(file) => {
-                file.write_record(bytes);
-                Ok(())
-            }
+            // Failures go to stderr inside, said once: not lost, but not in the file.
+            Output::File(file) => match file.write_record(bytes) {
+                true => Ok(()),
+                false => Err(std::io::Error::other("written to stderr instead")),
+            },
             #[cfg(test)]
             Output::Test(out) => out.write_all(bytes),
         }

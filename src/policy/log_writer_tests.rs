@@ -236,3 +236,47 @@ fn decision_log_files_rotate_like_the_log_file() {
     assert_eq!(all.len(), lines);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A file that cannot be written (here /dev/full: every write fails with ENOSPC) does not
+/// count its lines as written: they are `failed`, the log says it is failing, and calls
+/// are not held back (the lines go to stderr). A later batch that lands clears it.
+#[test]
+fn lines_a_file_did_not_take_are_failed_not_written() {
+    let log = DecisionLog::open_with(
+        DecisionLogSink::File("/dev/full".into()),
+        DecisionLogOptions::default(),
+    )
+    .expect("/dev/full opens");
+    for n in 0..3 {
+        event(&log, n);
+    }
+    assert!(log.flush());
+    assert_eq!((log.written(), log.write_errors()), (0, 3));
+    assert!(log.failing());
+
+    let (fails, ok) = (Arc::new(Mutex::new(true)), Arc::new(Mutex::new(Vec::new())));
+    struct Flaky(Arc<Mutex<bool>>, Arc<Mutex<Vec<u8>>>);
+    impl Write for Flaky {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if *self.0.lock().expect("flag") {
+                return Err(io::Error::other("disk full"));
+            }
+            self.1.lock().expect("bytes").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let flaky = Flaky(Arc::clone(&fails), Arc::clone(&ok));
+    let log = DecisionLog::open_outputs(vec![Output::Test(Box::new(flaky))], Default::default())
+        .expect("writer starts");
+    event(&log, 0);
+    assert!(log.flush());
+    assert!(log.failing());
+    *fails.lock().expect("flag") = false;
+    event(&log, 1);
+    assert!(log.flush());
+    assert_eq!((log.written(), log.write_errors()), (1, 1));
+    assert!(!log.failing(), "a batch landed whole again");
+}

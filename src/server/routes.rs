@@ -264,6 +264,12 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
         "last_error": policy.last_error,
         "reloads_failed": policy.reloads_failed,
     });
+    // Said, not a reason to be unready: a sidecar taken out of service would write nothing
+    // more, and so never learn that the log can be written again.
+    let decision_log = json!({
+        "failing": app.decisions.failing(),
+        "lines_failed": app.decisions.write_errors(),
+    });
     // Only before the first check ends does a probe wait, and no longer than a call would.
     let Some(state) = ready
         .checked(app.config.timeout + Duration::from_secs(1))
@@ -301,12 +307,13 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
         None => json_response(
             StatusCode::OK,
             &json!({"status": "ready", "zabbix_version": version, "checked_at": state.checked_at,
-                    "policy": policy_json, "shared_store": store}),
+                    "policy": policy_json, "shared_store": store, "decision_log": decision_log}),
         ),
         Some(reason) => json_response(
             StatusCode::SERVICE_UNAVAILABLE,
             &json!({"status": "not ready", "reason": reason, "zabbix_version": version,
-                    "checked_at": state.checked_at, "policy": policy_json, "shared_store": store}),
+                    "checked_at": state.checked_at, "policy": policy_json, "shared_store": store,
+                    "decision_log": decision_log}),
         ),
     }
 }

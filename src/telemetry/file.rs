@@ -112,7 +112,8 @@ impl RotatingFile {
     }
 
     /// Appends one formatted record (one or more whole lines).
-    pub(crate) fn write_record(&self, record: &[u8]) {
+    /// Appends `record`; false if it went to stderr instead (no file, or the write failed).
+    pub(crate) fn write_record(&self, record: &[u8]) -> bool {
         let mut state = lock(&self.state);
         if state.followed.elapsed() >= self.follow_every {
             self.follow(&mut state);
@@ -127,10 +128,13 @@ impl RotatingFile {
         }
         let Some(file) = state.file.as_mut() else {
             self.fallback.write(record);
-            return;
+            return false;
         };
         match file.write_all(record) {
-            Ok(()) => state.size = state.size.saturating_add(len),
+            Ok(()) => {
+                state.size = state.size.saturating_add(len);
+                true
+            }
             Err(error) => {
                 let message = format!(
                     "cannot write to log file \"{}\": {error}; such records go to stderr",
@@ -138,6 +142,7 @@ impl RotatingFile {
                 );
                 self.fallback.report_once(Problem::Write, &message);
                 self.fallback.write(record);
+                false
             }
         }
     }

@@ -49,7 +49,10 @@ impl Sink {
         match self {
             // Stderr is the last resort: a failure there has nowhere to be reported.
             Sink::Stderr => drop(io::stderr().lock().write_all(record)),
-            Sink::File(file) => file.write_record(record),
+            // Its failures are said on stderr, where the record goes instead.
+            Sink::File(file) => {
+                file.write_record(record);
+            }
             Sink::Syslog(syslog) => syslog.write_record(level, record),
         }
     }
