@@ -32,7 +32,10 @@ use session::Sessions;
 pub(crate) struct Page {
     app: Arc<App>,
     sessions: Sessions,
-    tls: bool,
+    /// Whether people reach the page over TLS: served with it, or `ApprovalURL` is https
+    /// (a proxy terminating TLS in front): its cookies are then `Secure`, so no browser
+    /// ever sends them over plain HTTP.
+    secure_cookies: bool,
     /// The bytes the forms being received may hold at once.
     bodies: BodyBudget,
 }
@@ -53,7 +56,7 @@ pub async fn start(
     let page = Arc::new(Page {
         app: app.clone(),
         sessions: Sessions::new(app),
-        tls: tls.is_some(),
+        secure_cookies: tls.is_some() || config.url.to_ascii_lowercase().starts_with("https://"),
         bodies: BodyBudget::new(PAGE_BODY_BUDGET_BYTES),
     });
     let slots = Arc::new(Semaphore::new(app.config.limits.max_connections));

@@ -300,7 +300,7 @@ fn secure(mut reply: Reply) -> Reply {
 }
 
 fn set_cookie(reply: &mut Reply, page: &Page, name: &str, value: &str, max_age: u64) {
-    let secure = if page.tls { "; Secure" } else { "" };
+    let secure = if page.secure_cookies { "; Secure" } else { "" };
     let cookie = format!(
         "{name}={value}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
     );

@@ -5,6 +5,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod cookies;
 mod limits;
 mod redeem;
 mod support;
