@@ -101,14 +101,36 @@ impl Sessions {
             Credentials::Token(_) => String::new(),
         };
         let peer_key = format!("ip:{peer}");
-        for (key, max) in [
-            (&peer_key, MAX_FAILURES_PER_ADDRESS),
-            (&user_key, MAX_FAILURES_PER_USER),
-        ] {
-            if !key.is_empty() && self.failures.get(key).await.unwrap_or(0) >= max {
-                tracing::info!(client.address = %peer, "approval page sign-in rate-limited");
-                return Err(SignInError::Refused);
+        let keys = [
+            (peer_key, MAX_FAILURES_PER_ADDRESS),
+            (user_key, MAX_FAILURES_PER_USER),
+        ];
+        let counted = || keys.iter().filter(|(key, _)| !key.is_empty());
+        let mut over = false;
+        for (key, max) in counted() {
+            over |= self.failures.get(key).await.unwrap_or(0) >= *max;
+        }
+        // Each attempt takes its place among the failures before Zabbix is asked, in one
+        // atomic step per key: attempts sent at once cannot all pass a count read before
+        // any of them failed. One that did not fail gives its place back.
+        if !over {
+            for (key, max) in counted() {
+                let taken = self
+                    .failures
+                    .entry(key.clone())
+                    .and_upsert_with(|count| async move {
+                        count.map_or(1, |c| c.into_value().saturating_add(1))
+                    })
+                    .await;
+                over |= *taken.value() > *max;
             }
+            if over {
+                self.give_back(&keys).await;
+            }
+        }
+        if over {
+            tracing::info!(client.address = %peer, "approval page sign-in rate-limited");
+            return Err(SignInError::Refused);
         }
         let result = match credentials {
             Credentials::Password { username, password } => {
@@ -119,17 +141,15 @@ impl Sessions {
         let session = match result {
             Ok(session) => session,
             Err(SignInError::Refused) => {
-                for key in [peer_key, user_key] {
-                    if !key.is_empty() {
-                        let count = self.failures.get(&key).await.unwrap_or(0);
-                        self.failures.insert(key, count.saturating_add(1)).await;
-                    }
-                }
                 tracing::info!(client.address = %peer, "approval page sign-in refused");
                 return Err(SignInError::Refused);
             }
-            Err(other) => return Err(other),
+            Err(other) => {
+                self.give_back(&keys).await;
+                return Err(other);
+            }
         };
+        self.give_back(&keys).await;
         tracing::info!(
             client.address = %peer,
             user.id = %session.identity.userid,
@@ -138,6 +158,21 @@ impl Sessions {
         let id = random_token();
         self.sessions.insert(id.clone(), Arc::new(session)).await;
         Ok(id)
+    }
+
+    /// Gives back the places an attempt took among the failures (it did not fail).
+    async fn give_back(&self, keys: &[(String, u32)]) {
+        for (key, _) in keys.iter().filter(|(key, _)| !key.is_empty()) {
+            self.failures
+                .entry(key.clone())
+                .and_compute_with(|count| async move {
+                    match count.map(|c| c.into_value()) {
+                        Some(count) if count > 1 => moka::ops::compute::Op::Put(count - 1),
+                        _ => moka::ops::compute::Op::Remove,
+                    }
+                })
+                .await;
+        }
     }
 
     /// Ends the page session; the eviction listener ends the Zabbix session it opened.

@@ -418,6 +418,30 @@ async fn failed_sign_ins_are_rate_limited() {
         .filter(|b| b.contains("user.login") && b.contains(user))
         .count();
     assert_eq!(asked, 5, "after 5 failures Zabbix is not asked any more");
+    // Twenty at once: each takes its place before Zabbix is asked, so no more than five
+    // are (before, all twenty read the count before any had failed, and all were asked).
+    let burst = "zmg-no-such-user-burst";
+    let mut attempts = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let page = car.page.clone();
+        attempts.spawn(async move {
+            PageClient::new(&page)
+                .sign_in(burst, "wrong-4711")
+                .await
+                .status
+        });
+    }
+    while let Some(status) = attempts.join_next().await {
+        assert_eq!(status.unwrap(), 401);
+    }
+    let asked = recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.contains("user.login") && b.contains(burst))
+        .count();
+    assert!(asked <= 5, "{asked} sign-ins reached Zabbix at once");
     let log = common::decision_log_text(&car.log);
     assert!(!log.contains("wrong-4711"));
     // A token longer than any Zabbix issues is refused without asking Zabbix.
