@@ -253,9 +253,9 @@ fn async_runtime(workers: Option<NonZeroUsize>) -> anyhow::Result<tokio::runtime
         .context("cannot start the async runtime")
 }
 
-/// SIGHUP reloads the configuration (what can change live, see `reconfigure`) and the
-/// policy set now (the file watcher also picks policy changes up). Each logs its own
-/// outcome; a failure of one does not stop the other. The service manager hears
+/// SIGHUP reloads the policy set now (the file watcher also picks policy changes up) and
+/// then the configuration (what can change live, see `reconfigure`), only if the policy set
+/// loads: half of a change made to both is never put in force. Each logs its own outcome. The service manager hears
 /// RELOADING=1 before and READY=1 after, with the outcome in STATUS=. The signal is
 /// listened for before this returns.
 fn reload_on_sighup(app: &Arc<App>, reconfigure: Reconfigure, manager: Arc<ServiceManager>) {
@@ -273,11 +273,14 @@ fn reload_on_sighup(app: &Arc<App>, reconfigure: Reconfigure, manager: Arc<Servi
             while hangups.recv().await.is_some() {
                 tracing::info!(target: telemetry::LIFECYCLE_TARGET, "SIGHUP: reloading the configuration");
                 manager.reloading();
-                let config = reconfigure.reload(&app).await;
                 let policy = app.policy.on_sighup().await;
-                if let Err(error) = &policy {
-                    tracing::error!(%error, "policy reload failed; the running policy is kept");
-                }
+                let config = match &policy {
+                    Ok(_) => reconfigure.reload(&app).await,
+                    Err(error) => {
+                        tracing::error!(%error, "policy reload failed; the running policy is kept");
+                        reconfigure.hold(&app, error.to_string())
+                    }
+                };
                 manager.reloaded(&service_manager::reload_outcome(&config, &policy));
             }
         });

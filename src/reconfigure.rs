@@ -75,6 +75,9 @@ pub enum ReconfigureError {
     Config(#[from] ConfigError),
     #[error("the configuration could not be read: {0}")]
     Task(String),
+    /// The reload's policy set did not load: its configuration waits for one that does.
+    #[error("not applied: the policy set does not load ({0}); fix it and reload again")]
+    PolicyNotLoaded(String),
 }
 
 impl Reconfigure {
@@ -112,6 +115,16 @@ impl Reconfigure {
             }
         }
         outcome
+    }
+
+    /// Applies nothing of a reload whose policy set did not load: a configuration change
+    /// often goes with a policy change (a `DenyTool` dropped for a rule in Rego), and half of
+    /// such a change must not be put in force. Logged and counted as a failed reload.
+    pub fn hold(&self, app: &App, policy_error: String) -> Result<Reloaded, ReconfigureError> {
+        let error = ReconfigureError::PolicyNotLoaded(policy_error);
+        tracing::error!(%error, "configuration reload failed; the running configuration is kept");
+        app.metrics.config_reload(ConfigReload::Failed);
+        Err(error)
     }
 
     async fn load_and_apply(&self, app: &App) -> Result<Reloaded, ReconfigureError> {

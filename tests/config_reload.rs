@@ -248,3 +248,69 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
     let text = std::fs::read_to_string(dir.join("guard.log")).expect("log");
     assert!(!text.contains(&lab.token));
 }
+
+/// A reload changes the configuration only if the policy set loads: a `DenyTool` dropped
+/// together with a policy change that does not compile keeps the tool denied, and the
+/// configuration applies once the policy is fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_whose_policy_does_not_load_applies_no_configuration() {
+    common::init();
+    let lab = common::lab(7);
+    let dir = common::scratch_dir("config-reload-held");
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    let allow_all = "package zabbix.mcp\nimport rego.v1\n\
+                     decision := {\"allow\": true, \"reasons\": [], \"approval\": \"none\"}\n";
+    std::fs::write(policies.join("policy.rego"), allow_all).unwrap();
+    let conf = dir.join("guard.conf");
+    let ports = (common::free_port(), common::free_port());
+    let policy_dir = format!("AllowedIP=127.0.0.1\nPolicyDir={}\n", policies.display());
+    let write =
+        |extra: &str| write_config(&conf, &lab, ports, &dir, &format!("{policy_dir}{extra}"));
+    write("DenyTool=host_get\n");
+    let mut child = common::Running(
+        std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+            .arg("-c")
+            .arg(&conf)
+            .env_remove("RUST_LOG")
+            .spawn()
+            .expect("the binary starts"),
+    );
+    logged(&dir, "listening", 2).await;
+    let guard = common::Guard::external(&format!("http://127.0.0.1:{}", ports.0));
+    let rmcp = common::client(&guard, &lab.token).await;
+    let listed = async || {
+        let tools = rmcp.list_all_tools().await.expect("tools/list");
+        tools.iter().any(|t| t.name == "host_get")
+    };
+    assert!(!listed().await, "denied by DenyTool");
+
+    // DenyTool dropped, and a policy that does not compile.
+    std::fs::write(
+        policies.join("policy.rego"),
+        "package zabbix.mcp\ndecision := {",
+    )
+    .unwrap();
+    write("");
+    common::signal(&child.0, "HUP");
+    logged(&dir, "configuration reload failed", 1).await;
+    let text = std::fs::read_to_string(dir.join("guard.log")).expect("log");
+    assert!(
+        text.contains("not applied: the policy set does not load"),
+        "{text}"
+    );
+    assert!(
+        !listed().await,
+        "still denied: nothing of the reload applied"
+    );
+
+    // The policy fixed: the same configuration applies.
+    std::fs::write(policies.join("policy.rego"), allow_all).unwrap();
+    common::signal(&child.0, "HUP");
+    logged(&dir, "configuration reloaded", 1).await;
+    assert!(listed().await, "DenyTool gone");
+
+    let _ = rmcp.cancel().await;
+    let exited = common::terminate(&mut child.0).expect("SIGTERM and exit");
+    assert!(exited.success(), "{exited}");
+}
