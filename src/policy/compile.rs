@@ -190,6 +190,7 @@ fn parse_data(sources: &PolicySources) -> Result<Value, PolicyError> {
         path: sources.data_path(),
         message,
     };
+    super::unique_keys::check(text).map_err(&bad)?;
     let value = Value::from_json_str(text).map_err(|e| bad(e.to_string()))?;
     if !matches!(value, Value::Object(_)) {
         return Err(bad("the top level must be an object".into()));
@@ -249,6 +250,14 @@ mod tests {
         );
         let data = compile("package zabbix.mcp\ndecision := {}\n", Some("[1]"));
         assert!(matches!(data, Err(PolicyError::Data { .. })), "{data:?}");
+        let twice = compile(
+            "package zabbix.mcp\ndecision := {}\n",
+            Some(r#"{"a":[],"a":[1]}"#),
+        );
+        assert!(
+            matches!(&twice, Err(PolicyError::Data { message, .. }) if message.contains("\"a\" is given twice")),
+            "{twice:?}"
+        );
     }
 
     #[test]

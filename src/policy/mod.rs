@@ -19,6 +19,7 @@ mod reload;
 mod source;
 mod test_runner;
 pub(crate) mod timestamp;
+mod unique_keys;
 
 use std::fmt;
 use std::path::PathBuf;
