@@ -352,6 +352,31 @@ fn same_file(a: &Path, b: &Path) -> bool {
         )
 }
 
+/// Rules match tools by their plain names, as the official server's do. A rule that
+/// matches none of them but would match with `ToolPrefix` added was written with the
+/// prefix, and would deny (or allow) nothing: refused, naming the name it means.
+fn prefixed_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
+    let prefix = config.tool_prefix.as_str();
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    let names = || crate::catalog::all_tools().map(|tool| tool.name);
+    for (entry, rule) in r.rules().iter().zip(&config.tool_rules) {
+        let pattern = rule.pattern();
+        if names().any(|name| pattern.matches(name)) {
+            continue;
+        }
+        if let Some(meant) = names().find(|name| pattern.matches(&format!("{prefix}{name}"))) {
+            let message = format!(
+                "{rule} matches no tool: rules name tools without ToolPrefix ({prefix}), e.g. {}={meant}",
+                rule.parameter_name()
+            );
+            return Err(ConfigError::conflict(&entry.at(), message));
+        }
+    }
+    Ok(())
+}
+
 fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
     // TLSAccept=cert and LogType=file can only come from an entry, which the
     // message points at.
@@ -389,6 +414,7 @@ fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
         );
         return Err(ConfigError::conflict(&entry.at(), message));
     }
+    prefixed_rules(r, config)?;
     let has_deny = config.tool_rules.iter().any(|rule| !rule.is_allow());
     if let Some(first_allow) = r
         .rules()

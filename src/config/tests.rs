@@ -531,3 +531,31 @@ fn the_decision_log_is_a_file_of_its_own() {
     );
     assert!(load_text(&dir, &apart).is_ok());
 }
+
+/// Rules name tools without `ToolPrefix`; one written with the prefix (matching no tool as
+/// rules match them) is refused, naming the rule it means. Rules naming tools this sidecar
+/// does not have (an official configuration's) still load.
+#[test]
+fn rules_written_with_the_tool_prefix_are_refused() {
+    let dir = Scratch::new("config");
+    let error = load_text(
+        &dir,
+        &format!("{BASE}ToolPrefix=zbx_\nDenyTool=zbx_history_get\n"),
+    )
+    .expect_err("prefixed")
+    .to_string();
+    assert!(
+        error.contains("main.conf:4: DenyTool")
+            && error.contains("without ToolPrefix (zbx_), e.g. DenyTool=history_get"),
+        "{error}"
+    );
+    let regex = format!("{BASE}ToolPrefix=zbx_\nDenyToolRegexp=^zbx_maintenance_\n");
+    assert!(load_text(&dir, &regex).is_err());
+    for fine in [
+        "ToolPrefix=zbx_\nDenyTool=history_get\n",
+        "ToolPrefix=zbx_\nDenyTool=no_such_tool\n",
+        "DenyTool=zbx_history_get\n",
+    ] {
+        assert!(load_text(&dir, &format!("{BASE}{fine}")).is_ok(), "{fine}");
+    }
+}
