@@ -187,7 +187,15 @@ async fn every_fault_class_gets_its_code_a_log_event_and_one_write() {
                 let message = body["message"].as_str().unwrap_or_default();
                 assert!(message.contains("cannot reach"), "{class}: {message}");
             } else {
-                fails_with(&side, &client, WRITE, json!({"eventids": ["42"]}), code).await;
+                // Sent, and nothing came back that says whether it was applied: the agent
+                // is told to look before calling again.
+                let body =
+                    fails_with(&side, &client, WRITE, json!({"eventids": ["42"]}), code).await;
+                let message = body["message"].as_str().unwrap_or_default();
+                assert!(
+                    message.contains("may have been applied"),
+                    "{class}: {message}"
+                );
             }
             let writes = side.stub.seen(WRITE_METHOD);
             let expected = if refused { 0 } else { 1 };

@@ -35,6 +35,12 @@ pub enum ToolError {
     InvalidArguments(#[from] ArgError),
     #[error(transparent)]
     Zabbix(#[from] ZabbixError),
+    /// A write was sent, and no result came back that says whether it was applied
+    /// ([`ZabbixError::outcome_unknown`]): the agent must look before calling again.
+    #[error(
+        "{0}; the write was sent and may have been applied: check its state in Zabbix before calling again"
+    )]
+    WriteOutcomeUnknown(ZabbixError),
     #[error(transparent)]
     Response(#[from] ResponseError),
     /// Zabbix answered a read with something other than a list of records.
@@ -93,11 +99,20 @@ const CHALLENGE: &str = "Bearer realm=\"zabbix-mcp-guard\"";
 const CHALLENGE_INVALID: &str = "Bearer realm=\"zabbix-mcp-guard\", error=\"invalid_token\"";
 
 impl ToolError {
+    /// A write's failure at Zabbix: said as possibly applied where it may have been.
+    pub fn of_write(error: ZabbixError) -> ToolError {
+        if error.outcome_unknown() {
+            ToolError::WriteOutcomeUnknown(error)
+        } else {
+            ToolError::Zabbix(error)
+        }
+    }
+
     /// The stable error code agents and SIEM rules match on.
     pub fn code(&self) -> &'static str {
         match self {
             ToolError::InvalidArguments(_) => "invalid_arguments",
-            ToolError::Zabbix(z) => zabbix_code(z),
+            ToolError::Zabbix(z) | ToolError::WriteOutcomeUnknown(z) => zabbix_code(z),
             ToolError::Denied { .. } => "denied",
             ToolError::ApprovalDeclined(_) => "approval_declined",
             ToolError::ApprovalUnavailable | ToolError::ApprovalPageOff => "approval_unavailable",
@@ -212,6 +227,7 @@ fn zabbix_code(error: &ZabbixError) -> &'static str {
         // The sidecar's own limit, retryable: 503 when it refuses a request before MCP.
         ZabbixError::Overloaded { .. } => "overloaded",
         ZabbixError::Unavailable(_)
+        | ZabbixError::AnswerLost(_)
         | ZabbixError::HttpStatus(_)
         | ZabbixError::BadResponse(_)
         | ZabbixError::ResponseTooLarge(_) => "upstream_unavailable",
@@ -441,6 +457,45 @@ mod tests {
         ];
         for (error, code) in theirs {
             assert_eq!(ToolError::from(error).code(), code);
+        }
+    }
+
+    #[test]
+    fn a_write_sent_without_a_verdict_says_it_may_have_been_applied() {
+        let unknown = [
+            ZabbixError::Timeout(Duration::from_secs(3)),
+            ZabbixError::AnswerLost("reading the response".into()),
+            ZabbixError::HttpStatus(502),
+            ZabbixError::BadResponse("not JSON-RPC".into()),
+            ZabbixError::ResponseTooLarge(1024),
+        ];
+        for error in unknown {
+            let code = ToolError::from(error.clone()).code();
+            let written = ToolError::of_write(error);
+            assert_eq!(written.code(), code, "the code stays Zabbix's");
+            assert!(
+                written.to_string().contains("may have been applied"),
+                "{written}"
+            );
+        }
+        let known = [
+            ZabbixError::Unavailable("connecting to zabbix:80".into()),
+            ZabbixError::Api {
+                code: -32602,
+                message: "Invalid params.".into(),
+                data: json!("x"),
+            },
+            ZabbixError::Overloaded {
+                limit: 2,
+                waited: Duration::from_secs(1),
+            },
+        ];
+        for error in known {
+            let written = ToolError::of_write(error);
+            assert!(
+                !written.to_string().contains("may have been applied"),
+                "{written}"
+            );
         }
     }
 

@@ -166,7 +166,8 @@ async fn redeem(
     let result = app
         .zabbix
         .send(&payload, Some((&call.caller.token, call.version)))
-        .await?;
+        .await
+        .map_err(ToolError::of_write)?;
     let value = match result {
         Value::Object(_) => result,
         other => json!({ "result": other }),

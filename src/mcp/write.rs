@@ -181,7 +181,8 @@ async fn send(app: &App, call: &WriteCall<'_>, payload: &Payload) -> Result<Writ
     let result = app
         .zabbix
         .send(payload, Some((&call.caller.token, call.version)))
-        .await?;
+        .await
+        .map_err(ToolError::of_write)?;
     // structuredContent must be an object; Zabbix's write results are ({eventids: [...]}).
     let value = match result {
         Value::Object(_) => result,

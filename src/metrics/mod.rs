@@ -471,7 +471,7 @@ fn zabbix_result<T>(result: &Result<T, ZabbixError>) -> &'static str {
         Ok(_) => "ok",
         Err(ZabbixError::Api { .. }) => "api_error",
         Err(ZabbixError::Timeout(_)) => "timeout",
-        Err(ZabbixError::Unavailable(_)) => "unavailable",
+        Err(ZabbixError::Unavailable(_) | ZabbixError::AnswerLost(_)) => "unavailable",
         Err(ZabbixError::ResponseTooLarge(_)) => "too_large",
         Err(ZabbixError::HttpStatus(_)) => "http_error",
         Err(ZabbixError::BadResponse(_)) => "bad_response",

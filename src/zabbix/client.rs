@@ -346,7 +346,13 @@ impl ZabbixClient {
             .await
             .map_err(|error| match error {
                 ConnectionError::TooLarge(limit) => ZabbixError::ResponseTooLarge(limit),
-                other => ZabbixError::Unavailable(error_chain(&other)),
+                ConnectionError::Send(_) | ConnectionError::Read(_) => {
+                    ZabbixError::AnswerLost(error_chain(&error))
+                }
+                ConnectionError::Connect { .. }
+                | ConnectionError::Tls { .. }
+                | ConnectionError::Handshake { .. }
+                | ConnectionError::NotSent(_) => ZabbixError::Unavailable(error_chain(&error)),
             })?;
         if !status.is_success() {
             return Err(ZabbixError::HttpStatus(status.as_u16()));

@@ -66,8 +66,12 @@ pub(crate) enum ConnectionError {
         address: String,
         source: hyper::Error,
     },
+    /// The request went out (or partly) before the connection failed.
     #[error("sending the request")]
     Send(#[source] hyper::Error),
+    /// The connection failed before any of the request was written.
+    #[error("sending the request (nothing of it was written)")]
+    NotSent(#[source] hyper::Error),
     #[error("reading the response")]
     Read(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The answer grew past the limit; the read stopped there.
@@ -196,6 +200,10 @@ impl Connections {
                 {
                     tracing::debug!(error = %error.into_error(), "reused Zabbix connection closed; sending again");
                     continue;
+                }
+                // hyper hands the request back when it wrote none of it.
+                Err(error) if error.message().is_some() => {
+                    return Err(ConnectionError::NotSent(error.into_error()));
                 }
                 Err(error) => return Err(ConnectionError::Send(error.into_error())),
             };

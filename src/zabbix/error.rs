@@ -24,8 +24,12 @@ pub enum ZabbixError {
         .waited.as_secs()
     )]
     Overloaded { limit: usize, waited: Duration },
+    /// Not sent: the connection could not be made, or took nothing of the request.
     #[error("cannot reach the Zabbix API: {0}")]
     Unavailable(String),
+    /// Sent (or partly), and the connection broke before the whole answer came back.
+    #[error("the request reached the Zabbix API, but its answer was lost: {0}")]
+    AnswerLost(String),
     /// The answer grew past `MaxZabbixResponseSize`; the read was stopped there.
     #[error(
         "the Zabbix API answer is larger than {0} bytes (MaxZabbixResponseSize); narrow the request"
@@ -43,4 +47,25 @@ pub enum ZabbixError {
     BadUrl { url: String, reason: String },
     #[error("TLS setup for the Zabbix connection failed: {0}")]
     Tls(String),
+}
+
+impl ZabbixError {
+    /// Whether the request may have been carried out although no result came back: it was
+    /// sent, and what came back (or nothing) says neither yes nor no. For a write that
+    /// means it may have been applied.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            ZabbixError::Timeout(_)
+            | ZabbixError::AnswerLost(_)
+            | ZabbixError::ResponseTooLarge(_)
+            | ZabbixError::HttpStatus(_)
+            | ZabbixError::BadResponse(_) => true,
+            ZabbixError::Api { .. }
+            | ZabbixError::Overloaded { .. }
+            | ZabbixError::Unavailable(_)
+            | ZabbixError::Request(_)
+            | ZabbixError::BadUrl { .. }
+            | ZabbixError::Tls(_) => false,
+        }
+    }
 }
