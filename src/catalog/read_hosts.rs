@@ -99,7 +99,8 @@ pub(super) const HOST_GET: ToolDef = ToolDef {
     name: "host_get",
     title: "Hosts",
     description: "List Zabbix hosts, sorted by visible name, with their host groups, tags, \
-                  linked templates and triggers (limited fields). Filter by host IDs, host \
+                  linked templates and triggers (limited fields; at most 200 triggers per \
+                  host, and no sign when more exist). Filter by host IDs, host \
                   group IDs, or a search string matched in the technical or visible name. \
                   Items, interfaces and macros come from item_get, interface_get, macro_get.",
     method: Method::HostGet,
@@ -138,7 +139,8 @@ pub(super) const TEMPLATE_GET: ToolDef = ToolDef {
     name: "template_get",
     title: "Templates",
     description: "List Zabbix templates, sorted by visible name, with their template groups, \
-                  tags, linked templates and triggers (limited fields). Filter by template \
+                  tags, linked templates and triggers (limited fields; at most 200 triggers \
+                  per template, and no sign when more exist). Filter by template \
                   IDs, group IDs, or a search string matched in the technical or visible name.",
     method: Method::TemplateGet,
     since: V6_0,
