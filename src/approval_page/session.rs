@@ -23,6 +23,10 @@ pub(crate) const SESSION_TTL: Duration = Duration::from_secs(900);
 const MAX_FAILURES_PER_USER: u32 = 5;
 const MAX_FAILURES_PER_ADDRESS: u32 = 20;
 const FAILURE_WINDOW: Duration = Duration::from_secs(300);
+/// Sessions one Zabbix user may hold at once; a sign-in past it ends that user's oldest.
+/// Sign-ins that succeed are not limited otherwise, so without it one token signing in
+/// again and again would fill the sessions every approver shares.
+pub(crate) const MAX_SESSIONS_PER_USER: usize = 10;
 
 /// One signed-in approver.
 pub(crate) struct Session {
@@ -34,6 +38,8 @@ pub(crate) struct Session {
     pub(crate) owns_zabbix_session: bool,
     /// Put into every form of this session and checked on every POST.
     pub(crate) csrf: String,
+    /// When it was opened: the oldest of a user's goes first.
+    pub(crate) opened: std::time::Instant,
 }
 
 /// Sessions and the failed sign-in counters of this replica.
@@ -155,9 +161,29 @@ impl Sessions {
             user.id = %session.identity.userid,
             "approval page sign-in"
         );
+        self.make_room(&session.identity.userid).await;
         let id = random_token();
         self.sessions.insert(id.clone(), Arc::new(session)).await;
         Ok(id)
+    }
+
+    /// Ends `userid`'s oldest sessions until one more fits within [`MAX_SESSIONS_PER_USER`].
+    /// A walk over every session, only at a successful sign-in.
+    async fn make_room(&self, userid: &str) {
+        let mut own: Vec<(std::time::Instant, Arc<String>)> = self
+            .sessions
+            .iter()
+            .filter(|(_, session)| session.identity.userid == userid)
+            .map(|(id, session)| (session.opened, id))
+            .collect();
+        if own.len() < MAX_SESSIONS_PER_USER {
+            return;
+        }
+        own.sort();
+        let excess = own.len() + 1 - MAX_SESSIONS_PER_USER;
+        for (_, id) in own.into_iter().take(excess) {
+            self.sessions.invalidate(id.as_str()).await;
+        }
     }
 
     /// Gives back the places an attempt took among the failures (it did not fail).
@@ -211,6 +237,7 @@ async fn password_session(
             token,
             owns_zabbix_session: true,
             csrf: random_token(),
+            opened: std::time::Instant::now(),
         }),
         Err(error) => {
             logout(app, &token).await;
@@ -242,6 +269,7 @@ async fn token_session(app: &App, token: ApiToken) -> Result<Session, SignInErro
         token,
         owns_zabbix_session: false,
         csrf: random_token(),
+        opened: std::time::Instant::now(),
     })
 }
 

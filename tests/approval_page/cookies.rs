@@ -1,5 +1,6 @@
-//! The page's cookies behind a proxy that terminates TLS: `Secure` whenever people reach
-//! the page over https, so a browser never sends them over plain HTTP.
+//! The page's sessions: their cookies are `Secure` whenever people reach the page over
+//! https (behind a proxy that terminates TLS too), and one user cannot hold more than ten,
+//! so one token signing in again and again does not fill what every approver shares.
 
 use crate::common;
 use crate::support::{PageClient, Setup, sidecar_with};
@@ -35,4 +36,53 @@ async fn cookies_are_secure_when_approval_url_is_https() {
         }
         car.guard.stop().await;
     }
+}
+
+#[tokio::test]
+async fn one_user_holds_at_most_ten_page_sessions() {
+    let lab = common::lab(7);
+    let setup = Setup {
+        zabbix_url: &lab.url,
+        page: true,
+        timeout_secs: 900,
+        shared_store: None,
+        stateful: false,
+    };
+    let car = sidecar_with(setup, |_| {}).await;
+    let mut signed_in = Vec::new();
+    for _ in 0..12 {
+        let page = PageClient::new(&car.page);
+        let form = page.get("/approvals/login").await;
+        let csrf = crate::support::csrf(&form.body);
+        let answer = page
+            .post(
+                "/approvals/login",
+                &[
+                    ("csrf", &csrf),
+                    ("next", "/approvals"),
+                    ("token", &lab.token_viewer),
+                ],
+            )
+            .await;
+        assert_eq!(answer.status, 303, "{}", answer.body);
+        signed_in.push(page);
+    }
+    let mut states = Vec::new();
+    for page in &signed_in {
+        states.push(page.get("/approvals").await.status);
+    }
+    assert_eq!(
+        states[..2],
+        [303, 303],
+        "the two oldest were ended: {states:?}"
+    );
+    assert!(
+        states[2..].iter().all(|s| *s == 200),
+        "the ten newest live: {states:?}"
+    );
+    // Another user is not affected by them.
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(admin.get("/approvals").await.status, 200);
+    car.guard.stop().await;
 }
