@@ -39,6 +39,18 @@ fn log_count(dir: &Path, what: &str) -> usize {
         .count()
 }
 
+/// The binary on the configuration file `conf`.
+fn start(conf: &Path) -> common::Running {
+    common::Running(
+        std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
+            .arg("-c")
+            .arg(conf)
+            .env_remove("RUST_LOG")
+            .spawn()
+            .expect("the binary starts"),
+    )
+}
+
 /// Waits for the `n`th log line saying `what`.
 async fn logged(dir: &Path, what: &str, n: usize) {
     common::wait_until(&format!("{what} (#{n}) in the log"), WAIT, async || {
@@ -119,14 +131,7 @@ async fn a_reload_applies_allowed_ip_tool_rules_and_rate_limit_without_a_restart
     let ports = (common::free_port(), common::free_port());
     let write = |extra: &str| write_config(&conf, &lab, ports, &dir, extra);
     write("AllowedIP=127.0.0.1,127.0.0.2\nTimeout=10\n");
-    let mut child = common::Running(
-        std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-            .arg("-c")
-            .arg(&conf)
-            .env_remove("RUST_LOG")
-            .spawn()
-            .expect("the binary starts"),
-    );
+    let mut child = start(&conf);
     logged(&dir, "listening", 2).await;
     let base = format!("http://127.0.0.1:{}", ports.0);
     let status = format!("http://127.0.0.1:{}", ports.1);
@@ -268,14 +273,7 @@ async fn a_reload_whose_policy_does_not_load_applies_no_configuration() {
     let write =
         |extra: &str| write_config(&conf, &lab, ports, &dir, &format!("{policy_dir}{extra}"));
     write("DenyTool=host_get\n");
-    let mut child = common::Running(
-        std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-            .arg("-c")
-            .arg(&conf)
-            .env_remove("RUST_LOG")
-            .spawn()
-            .expect("the binary starts"),
-    );
+    let mut child = start(&conf);
     logged(&dir, "listening", 2).await;
     let guard = common::Guard::external(&format!("http://127.0.0.1:{}", ports.0));
     let rmcp = common::client(&guard, &lab.token).await;

@@ -91,7 +91,7 @@ fn the_official_file_passes_test_config_with_the_official_variables() {
         "IgnoreURLCertErrors=false",
         "ToolPrefix=zabbix_",
         "ListenPort=8443",
-        "PolicyDir=",
+        "# no PolicyDir: the built-in policies/default.rego decides",
         "DenyTool=item_get",
         "DenyTool=history_get",
         "configuration OK",

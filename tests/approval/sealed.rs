@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::ProtocolVersion;
+use rmcp::model::{InputRequiredResult, ProtocolVersion};
 use serde_json::Value;
 use zabbix_mcp_guard::config::SessionMode;
 use zabbix_mcp_guard::mcp::approval::{Approver, Sealed, sha256_hex};
@@ -12,9 +12,9 @@ use zabbix_mcp_guard::zabbix::ApiToken;
 
 use crate::common::{self, Lab, recorder};
 use crate::support::{
-    Human, LAB, Reply, TOOL, ack_args, acknowledge_once, acknowledged_now, acks, applied, brief,
-    connect, failed, new_problem, question_in, retry, saw_exactly, sidecar, untouched,
-    without_auth,
+    Human, HumanClient, LAB, Reply, Sidecar, TOOL, ack_args, acknowledge_once, acknowledged_now,
+    acks, applied, brief, connect, failed, new_problem, question_in, retry, saw_exactly, sidecar,
+    untouched, without_auth,
 };
 
 /// 32 random bytes, as the sidecar's configuration would decode them.
@@ -42,7 +42,18 @@ fn with_body(sealed: &mut Sealed, body: String) {
     sealed.body = body;
 }
 
-async fn forged_states_on(lab: &Lab) {
+/// A sidecar asking `required` approval behind a recording proxy, and a 2026-07-28 human's
+/// client that was just asked about acknowledging a new problem.
+struct Asked {
+    recorder: recorder::Recorder,
+    side: Sidecar,
+    reader: common::Client,
+    event: String,
+    client: HumanClient,
+    pending: InputRequiredResult,
+}
+
+async fn asked(lab: &Lab) -> Asked {
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let side = sidecar(&proxy, "required", SessionMode::Stateless, Some(&KEY)).await;
     let reader = common::client(&side.guard, &lab.token).await;
@@ -50,6 +61,25 @@ async fn forged_states_on(lab: &Lab) {
     let human = Human::new(Reply::Approve, true, ProtocolVersion::V_2026_07_28);
     let client = connect(&side.guard, &lab.token, &human).await;
     let pending = acknowledge_once(&client, &event).await;
+    Asked {
+        recorder,
+        side,
+        reader,
+        event,
+        client,
+        pending,
+    }
+}
+
+async fn forged_states_on(lab: &Lab) {
+    let Asked {
+        recorder,
+        side,
+        reader,
+        event,
+        client,
+        pending,
+    } = asked(lab).await;
     let question = question_in(&pending);
     let state = pending.request_state.clone().expect("sealed request state");
 
@@ -113,13 +143,14 @@ async fn forged_sealed_states_are_refused() {
 /// targets or the client would do the same), a sealed state with the human's yes is not
 /// redeemed, and the call goes the page's way (here: no page, so unavailable). Nothing is sent.
 async fn page_after_the_question_on(lab: &Lab) {
-    let (proxy, recorder) = recorder::start(&lab.url).await;
-    let side = sidecar(&proxy, "required", SessionMode::Stateless, Some(&KEY)).await;
-    let reader = common::client(&side.guard, &lab.token).await;
-    let event = new_problem(&reader, lab).await;
-    let human = Human::new(Reply::Approve, true, ProtocolVersion::V_2026_07_28);
-    let client = connect(&side.guard, &lab.token, &human).await;
-    let pending = acknowledge_once(&client, &event).await;
+    let Asked {
+        recorder,
+        side,
+        reader,
+        event,
+        client,
+        pending,
+    } = asked(lab).await;
     let state = pending.request_state.clone().expect("sealed request state");
 
     let app = side.guard.app();

@@ -3,19 +3,13 @@
 //! so one token signing in again and again does not fill what every approver shares.
 
 use crate::common;
-use crate::support::{PageClient, Setup, sidecar_with};
+use crate::support::{PageClient, Setup, sidecar, sidecar_with};
 
 #[tokio::test]
 async fn cookies_are_secure_when_approval_url_is_https() {
     let lab = common::lab(7);
     for (url, secure) in [(None, false), (Some("https://approvals.example.com"), true)] {
-        let setup = Setup {
-            zabbix_url: &lab.url,
-            page: true,
-            timeout_secs: 900,
-            shared_store: None,
-            stateful: false,
-        };
+        let setup = Setup::page(&lab.url);
         let car = sidecar_with(setup, |c| {
             if let (Some(url), Some(page)) = (url, c.approval_page.as_mut()) {
                 page.url = url.to_owned();
@@ -41,29 +35,11 @@ async fn cookies_are_secure_when_approval_url_is_https() {
 #[tokio::test]
 async fn one_user_holds_at_most_ten_page_sessions() {
     let lab = common::lab(7);
-    let setup = Setup {
-        zabbix_url: &lab.url,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    };
-    let car = sidecar_with(setup, |_| {}).await;
+    let car = sidecar(Setup::page(&lab.url)).await;
     let mut signed_in = Vec::new();
     for _ in 0..12 {
         let page = PageClient::new(&car.page);
-        let form = page.get("/approvals/login").await;
-        let csrf = crate::support::csrf(&form.body);
-        let answer = page
-            .post(
-                "/approvals/login",
-                &[
-                    ("csrf", &csrf),
-                    ("next", "/approvals"),
-                    ("token", &lab.token_viewer),
-                ],
-            )
-            .await;
+        let answer = page.sign_in_with_token(&lab.token_viewer).await;
         assert_eq!(answer.status, 303, "{}", answer.body);
         signed_in.push(page);
     }

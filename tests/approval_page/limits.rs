@@ -12,13 +12,7 @@ use crate::support::{self, PageClient, Setup, TOOL, ack_args, pending, sidecar_w
 #[tokio::test]
 async fn one_user_cannot_fill_the_approval_store() {
     let lab = common::lab(7);
-    let setup = Setup {
-        zabbix_url: &lab.url,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    };
+    let setup = Setup::page(&lab.url);
     let car = sidecar_with(setup, |config| config.limits.max_pending_approvals = 2).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = support::open_event(&lab, &car.guard).await;

@@ -14,28 +14,17 @@ mod url_elicitation;
 use std::time::Duration;
 
 use fantoccini::Locator;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use common::recorder;
 use common::trapper::{fresh_problem, wait_problem};
 use support::{
-    HOST, PageClient, Setup, TOOL, TRIGGER, ack_args, counted, event_names, eventually,
+    HOST, PageClient, Setup, TOOL, TRIGGER, ack_args, acks, counted, event_names, eventually,
     page_approvals, pending, sidecar,
 };
 
 /// The tests share one lab trigger; they take turns.
 static LAB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn acks(recorder: &recorder::Recorder, event: &str) -> usize {
-    recorder
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|b| serde_json::from_str::<Value>(b).ok())
-        .filter(|v| v["method"] == "event.acknowledge" && v["params"]["eventids"] == json!([event]))
-        .count()
-}
 
 async fn new_problem(reader: &common::Client, lab: &common::Lab) -> String {
     fresh_problem(reader, lab, HOST, "mcp.uint", TRIGGER, "1", "5000").await
@@ -51,14 +40,7 @@ async fn approved_in_a_browser_then_sent_once() {
 
 async fn approved_in_a_browser(lab: &common::Lab) {
     let (proxy, recorder) = recorder::start(&lab.url).await;
-    let car = sidecar(Setup {
-        zabbix_url: &proxy,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    })
-    .await;
+    let car = sidecar(Setup::page(&proxy)).await;
     let counted_before = page_approvals(&car.guard).await;
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
@@ -211,14 +193,7 @@ async fn refusals_on_the_page() {
 async fn refusals(lab: &common::Lab) {
     let password = lab.seed["user_password"].as_str().unwrap().to_owned();
     let (proxy, recorder) = recorder::start(&lab.url).await;
-    let car = sidecar(Setup {
-        zabbix_url: &proxy,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    })
-    .await;
+    let car = sidecar(Setup::page(&proxy)).await;
     let counted_before = page_approvals(&car.guard).await;
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
@@ -277,19 +252,11 @@ async fn refusals(lab: &common::Lab) {
         refused.body
     );
     assert!(!refused.body.contains("id=\"approve\""));
-    let forced = admin
-        .post(
-            &format!("/approvals/{own_id}"),
-            &[
-                ("csrf", &support::csrf(&refused.body)),
-                (
-                    "sha256",
-                    &support::between(&refused.body, "<code id=\"sha256\">", "</code>"),
-                ),
-                ("decision", "approve"),
-            ],
-        )
-        .await;
+    let (csrf, sha256) = (
+        support::csrf(&refused.body),
+        support::shown_sha256(&refused.body),
+    );
+    let forced = admin.force(&own_id, &csrf, &sha256, "approve").await;
     assert_eq!(forced.status, 403, "{}", forced.body);
 
     // Outside approvers.usrgrps: mcp-viewer may not decide the operator's call.
@@ -314,19 +281,11 @@ async fn refusals(lab: &common::Lab) {
     );
     // Even with its own CSRF token and the right SHA-256 (read from an approver's view).
     let admin_view = admin.get(&format!("/approvals/{other_id}")).await;
-    let forced = viewer
-        .post(
-            &format!("/approvals/{other_id}"),
-            &[
-                ("csrf", &support::csrf(&list.body)),
-                (
-                    "sha256",
-                    &support::between(&admin_view.body, "<code id=\"sha256\">", "</code>"),
-                ),
-                ("decision", "approve"),
-            ],
-        )
-        .await;
+    let (csrf, sha256) = (
+        support::csrf(&list.body),
+        support::shown_sha256(&admin_view.body),
+    );
+    let forced = viewer.force(&other_id, &csrf, &sha256, "approve").await;
     assert_eq!(forced.status, 403, "{}", forced.body);
     assert!(
         forced
@@ -396,14 +355,7 @@ async fn refusals(lab: &common::Lab) {
 async fn failed_sign_ins_are_rate_limited() {
     let lab = common::lab(7);
     let (proxy, recorder) = recorder::start(&lab.url).await;
-    let car = sidecar(Setup {
-        zabbix_url: &proxy,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    })
-    .await;
+    let car = sidecar(Setup::page(&proxy)).await;
     let user = "zmg-no-such-user-ratelimit";
     for _ in 0..7 {
         let answer = PageClient::new(&car.page).sign_in(user, "wrong-4711").await;
@@ -466,11 +418,8 @@ async fn failed_sign_ins_are_rate_limited() {
 async fn expired_approval_is_refused_and_asked_anew() {
     let lab = common::lab(7);
     let car = sidecar(Setup {
-        zabbix_url: &lab.url,
-        page: true,
         timeout_secs: 5,
-        shared_store: None,
-        stateful: false,
+        ..Setup::page(&lab.url)
     })
     .await;
     let counted_before = page_approvals(&car.guard).await;
@@ -509,11 +458,8 @@ async fn expired_approval_is_refused_and_asked_anew() {
 async fn page_off_means_unavailable() {
     let lab = common::lab(7);
     let car = sidecar(Setup {
-        zabbix_url: &lab.url,
         page: false,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
+        ..Setup::page(&lab.url)
     })
     .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
@@ -530,11 +476,8 @@ async fn replicas_share_approvals_through_redis() {
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let replica = || {
         sidecar(Setup {
-            zabbix_url: &proxy,
-            page: true,
-            timeout_secs: 900,
             shared_store: Some(common::redis_url()),
-            stateful: false,
+            ..Setup::page(&proxy)
         })
     };
     let (a, b) = (replica().await, replica().await);

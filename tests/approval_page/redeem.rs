@@ -9,7 +9,8 @@ use zabbix_mcp_guard::store::{Status, unix_now};
 
 use crate::common::{self, recorder};
 use crate::support::{
-    self, PageClient, Setup, TOOL, ack_args, event_names, eventually, pending, sidecar_with,
+    self, PageClient, Setup, TOOL, ack_args, acks, event_names, eventually, pending, sidecar,
+    sidecar_with,
 };
 
 /// The four_eyes example with neither `distinct_from_caller` nor its own four-eyes rule:
@@ -38,13 +39,7 @@ fn same_person_may_approve() -> std::path::PathBuf {
 async fn the_callers_token_never_approves_its_call() {
     let lab = common::lab(7);
     let (proxy, recorder) = recorder::start(&lab.url).await;
-    let setup = Setup {
-        zabbix_url: &proxy,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    };
+    let setup = Setup::page(&proxy);
     let car = sidecar_with(setup, |c| c.policy_dir = Some(same_person_may_approve())).await;
     // The agent is Admin, in the approvers' group.
     let agent = common::client(&car.guard, &lab.token).await;
@@ -55,18 +50,7 @@ async fn the_callers_token_never_approves_its_call() {
 
     // The agent signs in to the page with its own token.
     let by_token = PageClient::new(&car.page);
-    let form = by_token.get("/approvals/login").await;
-    let csrf = support::csrf(&form.body);
-    let signed_in = by_token
-        .post(
-            "/approvals/login",
-            &[
-                ("csrf", &csrf),
-                ("next", "/approvals"),
-                ("token", &lab.token),
-            ],
-        )
-        .await;
+    let signed_in = by_token.sign_in_with_token(&lab.token).await;
     assert_eq!(signed_in.status, 303, "{}", signed_in.body);
     let list = by_token.get("/approvals").await;
     assert!(
@@ -82,19 +66,11 @@ async fn the_callers_token_never_approves_its_call() {
         "{}",
         shown.body
     );
-    let forced = by_token
-        .post(
-            &format!("/approvals/{id}"),
-            &[
-                ("csrf", &support::csrf(&shown.body)),
-                (
-                    "sha256",
-                    &support::between(&shown.body, "<code id=\"sha256\">", "</code>"),
-                ),
-                ("decision", "approve"),
-            ],
-        )
-        .await;
+    let (csrf, sha256) = (
+        support::csrf(&shown.body),
+        support::shown_sha256(&shown.body),
+    );
+    let forced = by_token.force(&id, &csrf, &sha256, "approve").await;
     assert_eq!(forced.status, 403, "{}", forced.body);
     let still = common::tool_error(&agent, TOOL, args.clone()).await;
     assert_eq!(pending(&still).0, id, "still pending");
@@ -106,16 +82,11 @@ async fn the_callers_token_never_approves_its_call() {
     assert_eq!(approved.status, 200, "{}", approved.body);
     let done = common::call(&agent, TOOL, args).await;
     assert_ne!(done.is_error, Some(true), "{:?}", done.content);
-    let sent = recorder
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|b| {
-            serde_json::from_str::<Value>(b).is_ok_and(|v| v["method"] == "event.acknowledge")
-        })
-        .count();
-    assert_eq!(sent, 1, "sent once, after the person's yes");
+    assert_eq!(
+        acks(&recorder, &event),
+        1,
+        "sent once, after the person's yes"
+    );
     car.guard.stop().await;
 }
 
@@ -125,14 +96,11 @@ async fn the_callers_token_never_approves_its_call() {
 #[tokio::test]
 async fn approved_but_not_redeemed_in_time_is_asked_anew() {
     let lab = common::lab(7);
-    let setup = Setup {
-        zabbix_url: &lab.url,
-        page: true,
+    let car = sidecar(Setup {
         timeout_secs: 5,
-        shared_store: None,
-        stateful: false,
-    };
-    let car = sidecar_with(setup, |_| {}).await;
+        ..Setup::page(&lab.url)
+    })
+    .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = support::open_event(&lab, &car.guard).await;
     let args = ack_args(&event, "approved, then left");
@@ -178,14 +146,11 @@ async fn approved_but_not_redeemed_in_time_is_asked_anew() {
 async fn a_store_that_lies_cannot_change_what_is_sent() {
     let lab = common::lab(7);
     let (proxy, recorder) = recorder::start(&lab.url).await;
-    let setup = Setup {
-        zabbix_url: &proxy,
-        page: true,
-        timeout_secs: 900,
+    let car = sidecar(Setup {
         shared_store: Some(common::redis_url()),
-        stateful: false,
-    };
-    let car = sidecar_with(setup, |_| {}).await;
+        ..Setup::page(&proxy)
+    })
+    .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = support::open_event(&lab, &car.guard).await;
     let shown = format!("as shown {}", uuid::Uuid::new_v4().simple());
@@ -221,9 +186,6 @@ async fn a_store_that_lies_cannot_change_what_is_sent() {
 
     let refused = common::tool_error(&agent, TOOL, args).await;
     assert_eq!(refused["code"], "internal_error", "{refused}");
-    let sent = recorder.bodies.lock().unwrap().iter().any(|b| {
-        serde_json::from_str::<Value>(b).is_ok_and(|v| v["method"] == "event.acknowledge")
-    });
-    assert!(!sent, "nothing reached Zabbix");
+    assert_eq!(acks(&recorder, &event), 0, "nothing reached Zabbix");
     car.guard.stop().await;
 }

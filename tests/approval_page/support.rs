@@ -34,6 +34,31 @@ pub struct Setup<'a> {
     pub stateful: bool,
 }
 
+impl<'a> Setup<'a> {
+    /// The page on, stateless, approvals in memory, expiring after 900 s.
+    pub fn page(zabbix_url: &'a str) -> Setup<'a> {
+        Setup {
+            zabbix_url,
+            page: true,
+            timeout_secs: 900,
+            shared_store: None,
+            stateful: false,
+        }
+    }
+}
+
+/// The `event.acknowledge` requests for `event` that reached Zabbix (through `recorder`).
+pub fn acks(recorder: &common::recorder::Recorder, event: &str) -> usize {
+    recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|b| serde_json::from_str::<Value>(b).ok())
+        .filter(|v| v["method"] == "event.acknowledge" && v["params"]["eventids"] == json!([event]))
+        .count()
+}
+
 /// The shipped four_eyes example (approvers: Zabbix administrators) in a directory of its own.
 pub fn four_eyes() -> PathBuf {
     let dir = temp_path("four_eyes");
@@ -242,20 +267,40 @@ impl PageClient {
         .await
     }
 
-    /// Opens an approval and presses a button (`approve` / `decline`) with the page's CSRF
-    /// token and the SHA-256 it shows.
-    pub async fn decide(&self, id: &str, decision: &str) -> Answer {
-        let path = format!("/approvals/{id}");
-        let page = self.get(&path).await;
-        assert_eq!(page.status, 200, "{}", page.body);
-        let csrf = csrf(&page.body);
-        let sha = between(&page.body, "<code id=\"sha256\">", "</code>");
+    /// Signs in with an API token; returns the answer to the sign-in POST.
+    pub async fn sign_in_with_token(&self, token: &str) -> Answer {
+        let form = self.get("/approvals/login").await;
+        let csrf = csrf(&form.body);
         self.post(
-            &path,
-            &[("csrf", &csrf), ("sha256", &sha), ("decision", decision)],
+            "/approvals/login",
+            &[("csrf", &csrf), ("next", "/approvals"), ("token", token)],
         )
         .await
     }
+
+    /// Posts `decision` on `/approvals/<id>` with a CSRF token and a SHA-256, as a
+    /// hand-made form would (or the page's own buttons do).
+    pub async fn force(&self, id: &str, csrf: &str, sha256: &str, decision: &str) -> Answer {
+        self.post(
+            &format!("/approvals/{id}"),
+            &[("csrf", csrf), ("sha256", sha256), ("decision", decision)],
+        )
+        .await
+    }
+
+    /// Opens an approval and presses a button (`approve` / `decline`) with the page's CSRF
+    /// token and the SHA-256 it shows.
+    pub async fn decide(&self, id: &str, decision: &str) -> Answer {
+        let page = self.get(&format!("/approvals/{id}")).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        self.force(id, &csrf(&page.body), &shown_sha256(&page.body), decision)
+            .await
+    }
+}
+
+/// The SHA-256 an approval's page shows.
+pub fn shown_sha256(html: &str) -> String {
+    between(html, "<code id=\"sha256\">", "</code>")
 }
 
 pub fn csrf(html: &str) -> String {

@@ -24,14 +24,7 @@ use crate::support::{self, PageClient, Setup, TOOL, ack_args, eventually, pendin
 #[tokio::test]
 async fn stateless_url_elicitation_clients_get_32042() {
     let lab = common::lab(7);
-    let car = sidecar(Setup {
-        zabbix_url: &lab.url,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
-        stateful: false,
-    })
-    .await;
+    let car = sidecar(Setup::page(&lab.url)).await;
     common::init();
     // Stateless: only 2026-07-28 clients send their capabilities with each request.
     let client = UrlClient::default()
@@ -73,11 +66,8 @@ async fn stateless_url_elicitation_clients_get_32042() {
 async fn stateful_url_elicitation_then_complete_notification() {
     let lab = common::lab(7);
     let car = sidecar(Setup {
-        zabbix_url: &lab.url,
-        page: true,
-        timeout_secs: 900,
-        shared_store: None,
         stateful: true,
+        ..Setup::page(&lab.url)
     })
     .await;
     common::init();
