@@ -67,7 +67,6 @@ pub fn envelope<'a>(
     // cut off again, so the limit is checked on exactly the bytes sent.
     let mut text = String::with_capacity(max_size.min(1 << 20));
     text.push_str("{\"results\":[");
-    let start = text.len();
     let mut kept = 0usize;
     let mut truncated_by = None;
     let mut records = Records::default();
@@ -77,7 +76,8 @@ pub fn envelope<'a>(
             text.push(',');
         }
         records.write(element, shaping, &mut text);
-        if frame + text.len() - start > max_size {
+        // The text so far and the closing bracket: every byte sent counts.
+        if frame + text.len() + 1 > max_size {
             text.truncate(mark);
             truncated_by = Some(TruncatedBy::Size);
             break;
@@ -207,6 +207,17 @@ mod tests {
         for (i, r) in v["results"].as_array().unwrap().iter().enumerate() {
             assert_eq!(r["id"], i.to_string());
             assert_eq!(r["pad"].as_str().unwrap().len(), 1000);
+        }
+    }
+
+    /// At every size limit around a cut, the text sent fits, its `{"results":[` and `]`
+    /// included (before, those 13 bytes were not counted).
+    #[test]
+    fn the_limit_counts_every_byte() {
+        let answer = answer(20, 100);
+        for max in 1000..1400 {
+            let e = of(&answer, 20, max);
+            assert!(e.text.len() <= max, "{} > {max}", e.text.len());
         }
     }
 
