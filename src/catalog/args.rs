@@ -333,21 +333,23 @@ pub(crate) fn list_checked<'v>(
     }
 }
 
-/// An ID as Zabbix writes it: digits, as a string, without leading zeros, at most Zabbix's
-/// largest (2^63 - 1). Integers are accepted too. Zabbix reads `"0010084"` as 10084, so
-/// leading zeros are dropped here: the policy, the decision log and Zabbix all see the one
-/// spelling, and a rule naming `"10084"` cannot be passed by writing it another way.
+/// An ID as Zabbix writes it: digits, as a string, without leading zeros. Integers are
+/// accepted too. Zabbix reads `"0010084"` as 10084, so leading zeros are dropped here: the
+/// policy, the decision log and Zabbix all see the one spelling, and a rule naming `"10084"`
+/// cannot be passed by writing it another way. Out of Zabbix's range is Zabbix's to say.
 fn id(value: &Value) -> Option<Value> {
-    let number = match value {
+    match value {
         Value::String(s)
             if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) =>
         {
-            s.parse::<u64>().ok()?
+            let digits = s.trim_start_matches('0');
+            Some(Value::String(
+                if digits.is_empty() { "0" } else { digits }.to_owned(),
+            ))
         }
-        Value::Number(n) => n.as_u64()?,
-        _ => return None,
-    };
-    (number <= i64::MAX as u64).then(|| Value::String(number.to_string()))
+        Value::Number(n) => n.as_u64().map(|n| Value::String(n.to_string())),
+        _ => None,
+    }
 }
 
 /// Integers may arrive as JSON numbers (including 5.0) or digit strings.
