@@ -128,11 +128,9 @@ impl App {
             .shared_store
             .as_ref()
             .map(|s| String::from_utf8_lossy(s.expose()).into_owned());
-        let store = Arc::new(Store::open(store_url.as_deref(), config.timeout)?);
-        let approver = Approver::new(
-            config.approval_seal_key.as_ref().map(|k| k.expose()),
-            store.clone(),
-        )?;
+        let seal_key = config.approval_seal_key.as_ref().map(|k| k.expose());
+        let store = Arc::new(Store::open(store_url.as_deref(), config.timeout, seal_key)?);
+        let approver = Approver::new(seal_key, store.clone())?;
         let metrics = Arc::new(Metrics::new());
         let zabbix = ZabbixClient::new(&ClientSettings {
             api_url: config.api_url(),

@@ -19,7 +19,7 @@ use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use zabbix_mcp_guard::config::{Config, DecisionLogSink, Secret};
+use zabbix_mcp_guard::config::{Config, DecisionLogSink};
 use zabbix_mcp_guard::ratelimit::CallRate;
 use zabbix_mcp_guard::zabbix::ApiToken;
 
@@ -302,9 +302,8 @@ async fn a_concurrency_cap_refuses_while_a_call_is_in_flight() {
     guard.stop().await;
 }
 
-fn shared(mut config: Config, url: &str) -> Config {
-    config.shared_store = Some(Secret::new(url.as_bytes().to_vec()));
-    config
+fn shared(config: Config, url: &str) -> Config {
+    common::on_redis(config, url)
 }
 
 #[tokio::test]

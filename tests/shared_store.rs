@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use common::recorder::{self, Recorder};
 use common::zapi::TestUser;
 use serde_json::{Value, json};
-use zabbix_mcp_guard::config::{Config, Secret};
+use zabbix_mcp_guard::config::Config;
 
 /// A source address of this test process's own in 127/8, so that the lockout it causes
 /// (kept in Redis for a minute) touches no other test sharing the lab's Redis.
@@ -26,8 +26,7 @@ fn config(zabbix: &str, store: &str) -> Config {
     let mut config = common::config_for(zabbix);
     config.allowed_ip = vec!["127.0.0.0/8".parse().expect("net")];
     config.limits.max_rejected_tokens = 2;
-    config.shared_store = Some(Secret::new(store.as_bytes().to_vec()));
-    config
+    common::on_redis(config, store)
 }
 
 /// One raw `initialize` POST from [`source`]: the identity is resolved before MCP.

@@ -414,6 +414,14 @@ fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
         );
         return Err(ConfigError::conflict(&entry.at(), message));
     }
+    if let Some(store) = r.get(Param::SharedStore)
+        && store.value.starts_with("redis")
+        && config.approval_seal_key.is_none()
+    {
+        let message = "a Redis store needs ApprovalSealKey (or ApprovalSealKeyFile), the same \
+                       on every replica: approvals kept in Redis are signed with it";
+        return Err(ConfigError::conflict(&store.at(), message));
+    }
     prefixed_rules(r, config)?;
     let has_deny = config.tool_rules.iter().any(|rule| !rule.is_allow());
     if let Some(first_allow) = r

@@ -113,8 +113,9 @@ mod tests {
 
     #[test]
     fn a_secret_is_compared_by_its_bytes() {
-        let one = config(&[(Param::SharedStore, "redis://:one@127.0.0.1:6390/")]);
-        let two = config(&[(Param::SharedStore, "redis://:two@127.0.0.1:6390/")]);
+        let key = (Param::ApprovalSealKey, &*"ab".repeat(32));
+        let one = config(&[(Param::SharedStore, "redis://:one@127.0.0.1:6390/"), key]);
+        let two = config(&[(Param::SharedStore, "redis://:two@127.0.0.1:6390/"), key]);
         assert_eq!(changed(&one, &two), vec![Param::SharedStore]);
     }
 }

@@ -420,7 +420,7 @@ fn approval_page_and_shared_store() {
         &format!(
             "{base}ApprovalListenPort=8444\nApprovalAllowedIP=10.0.0.0/8\n\
              ApprovalURL=https://approvals.example.com/\nApprovalTimeout=60\n\
-             SharedStore=redis://:pw@127.0.0.1:6390/\n"
+             SharedStore=redis://:pw@127.0.0.1:6390/\nApprovalSealKey={KEY}\n"
         ),
     )
     .unwrap();
@@ -436,6 +436,13 @@ fn approval_page_and_shared_store() {
     );
     let store = load_text(&dir, &format!("{base}SharedStore=postgres://u:pw@x/\n")).unwrap_err();
     assert!(!store.to_string().contains("pw"), "{store}");
+    let unsigned = load_text(&dir, &format!("{base}SharedStore=redis://:pw@x/\n")).unwrap_err();
+    let unsigned = unsigned.to_string();
+    assert!(
+        unsigned.contains(":3: SharedStore: a Redis store needs ApprovalSealKey")
+            && !unsigned.contains("pw"),
+        "{unsigned}"
+    );
 }
 
 #[test]

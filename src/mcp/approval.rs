@@ -346,7 +346,7 @@ mod tests {
     /// Round trip through the codec with the key, as a forged state would have to be.
     fn reopened(state: &Sealed) -> Sealed {
         let store = std::sync::Arc::new(
-            crate::store::Store::open(None, std::time::Duration::from_secs(1)).unwrap(),
+            crate::store::Store::open(None, std::time::Duration::from_secs(1), None).unwrap(),
         );
         let approver = Approver::new(Some(KEY), store).unwrap();
         let text = approver.seal(state, "token-id").unwrap();

@@ -5,7 +5,8 @@ use super::{Applied, CallRate, RateLimitError, RateLimiter, Scope};
 use crate::store::Store;
 
 fn limiter(param_calls: Option<&str>, param_concurrent: Option<u32>) -> RateLimiter {
-    let store = Arc::new(Store::open(None, std::time::Duration::from_secs(3)).expect("memory"));
+    let store =
+        Arc::new(Store::open(None, std::time::Duration::from_secs(3), None).expect("memory"));
     RateLimiter::new(
         store,
         param_calls.map(|r| CallRate::parse(r).expect("rate")),
@@ -166,7 +167,14 @@ fn redis() -> Arc<Store> {
             .expect("ZMG_TEST_REDIS_URL in approval.env")
             .to_owned()
     });
-    Arc::new(Store::open(Some(&url), std::time::Duration::from_secs(5)).expect("redis"))
+    Arc::new(
+        Store::open(
+            Some(&url),
+            std::time::Duration::from_secs(5),
+            Some(&[7; 32]),
+        )
+        .expect("redis"),
+    )
 }
 
 fn unique(name: &str) -> String {

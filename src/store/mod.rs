@@ -6,8 +6,11 @@
 
 mod memory;
 mod redis_backend;
+mod seal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_seal;
 
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +98,10 @@ pub enum StoreError {
     CallerFull { max: usize },
     #[error("SharedStore must be memory or a redis:// or rediss:// URL: {0}")]
     BadUrl(String),
+    #[error(
+        "SharedStore=redis needs ApprovalSealKey (or ApprovalSealKeyFile), the same on every replica: approvals kept in Redis are signed with it"
+    )]
+    NoSealKey,
 }
 
 impl Status {
@@ -108,7 +115,7 @@ impl Status {
         }
     }
 
-    fn is(&self, from: From) -> bool {
+    pub(super) fn is(&self, from: From) -> bool {
         matches!(
             (self, from),
             (Status::Pending, From::Pending) | (Status::Approved(_), From::Approved)
@@ -146,12 +153,18 @@ pub fn dedupe_key(token_id: &str, tool: &str, sha256: &str) -> String {
 }
 
 impl Store {
-    /// `None` or `memory`: in memory; `redis://` / `rediss://`: Redis (connected lazily).
-    pub fn open(url: Option<&str>, timeout: std::time::Duration) -> Result<Store, StoreError> {
+    /// `None` or `memory`: in memory; `redis://` / `rediss://`: Redis (connected lazily),
+    /// which needs `seal_key` (`ApprovalSealKey`) to sign what it keeps there.
+    pub fn open(
+        url: Option<&str>,
+        timeout: std::time::Duration,
+        seal_key: Option<&[u8]>,
+    ) -> Result<Store, StoreError> {
         match url {
             None | Some("memory") => Ok(Store::Memory(MemoryStore::new())),
             Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
-                Ok(Store::Redis(RedisStore::new(url, timeout)?))
+                let key = seal_key.ok_or(StoreError::NoSealKey)?;
+                Ok(Store::Redis(RedisStore::new(url, timeout, key)?))
             }
             // Only the scheme: the rest may hold a password.
             Some(other) => Err(StoreError::BadUrl(format!(
@@ -169,10 +182,20 @@ impl Store {
         new: ApprovalRecord,
         max_pending: usize,
     ) -> Result<(ApprovalRecord, bool), StoreError> {
-        match self {
-            Store::Memory(m) => m.create_or_get(new, max_pending),
-            Store::Redis(r) => r.create_or_get(new, max_pending).await,
+        let key = new.dedupe_key();
+        let (record, created) = match self {
+            Store::Memory(m) => m.create_or_get(new, max_pending)?,
+            Store::Redis(r) => r.create_or_get(new, max_pending).await?,
+        };
+        // A retry finds the approval of its own payload, never another one the index
+        // was made to point at.
+        if record.dedupe_key() != key {
+            return Err(StoreError::Corrupt(format!(
+                "approval {} is not of this call",
+                record.id
+            )));
         }
+        Ok((record, created))
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {

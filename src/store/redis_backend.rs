@@ -17,6 +17,7 @@ use redis::aio::ConnectionManager;
 use redis::{Client, Script};
 use tokio::sync::OnceCell;
 
+use super::seal::{Part, Seal};
 use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
 
 mod lockout;
@@ -31,6 +32,8 @@ pub struct RedisStore {
     client: Client,
     connection: OnceCell<ConnectionManager>,
     timeout: Duration,
+    /// Every record and status is stored signed, and read only if it verifies.
+    seal: Seal,
 }
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| {
@@ -68,9 +71,10 @@ if redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then return false end
 if ARGV[6] == '1' and tonumber(redis.call('HGET', KEYS[1], 'expires_at')) <= tonumber(ARGV[4]) then
   return false
 end
+local before = redis.call('HGET', KEYS[1], 'status')
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'status', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
-return {redis.call('HGET', KEYS[1], 'record'), ARGV[3]}
+return {redis.call('HGET', KEYS[1], 'record'), ARGV[3], before}
 ",
     )
 });
@@ -86,7 +90,8 @@ return 1
 
 impl RedisStore {
     /// Checks the URL; the connection is made on first use (and re-made when it drops).
-    pub fn new(url: &str, timeout: Duration) -> Result<Self, StoreError> {
+    /// `seal_key` is `ApprovalSealKey`, which every replica sharing the Redis holds.
+    pub fn new(url: &str, timeout: Duration, seal_key: &[u8]) -> Result<Self, StoreError> {
         // The URL may hold a password: never echo it.
         let client = Client::open(url)
             .map_err(|_| StoreError::BadUrl("a redis URL that does not parse".into()))?;
@@ -94,6 +99,7 @@ impl RedisStore {
             client,
             connection: OnceCell::new(),
             timeout,
+            seal: Seal::new(seal_key),
         })
     }
 
@@ -122,7 +128,9 @@ impl RedisStore {
     ) -> Result<(ApprovalRecord, bool), StoreError> {
         let now = super::unix_now();
         let record = serde_json::to_string(&new).map_err(corrupt)?;
+        let record = self.seal.sign(Part::Record, &new.id, &record);
         let status = serde_json::to_string(&new.status).map_err(corrupt)?;
+        let status = self.seal.sign(Part::Status, &new.id, &status);
         let ttl = new
             .expires_at
             .saturating_sub(new.created_at)
@@ -149,7 +157,7 @@ impl RedisStore {
             .await?;
         match reply.as_slice() {
             [full] if full == "full" => Err(StoreError::CallerFull { max: max_pending }),
-            [_, record, status, created] => Ok((decode(record, status)?, created == "1")),
+            [id, record, status, created] => Ok((self.decode(id, record, status)?, created == "1")),
             _ => Err(StoreError::Corrupt("unexpected reply to create".into())),
         }
     }
@@ -167,7 +175,7 @@ impl RedisStore {
             })
             .await?;
         match (record, status) {
-            (Some(record), Some(status)) => decode(&record, &status).map(Some),
+            (Some(record), Some(status)) => self.decode(id, &record, &status).map(Some),
             _ => Ok(None),
         }
     }
@@ -185,10 +193,15 @@ impl RedisStore {
             .await?;
         let mut records = Vec::with_capacity(ids.len());
         for id in ids {
-            match self.get(&id).await? {
-                Some(record) => records.push(record),
+            match self.get(&id).await {
+                Ok(Some(record)) => records.push(record),
+                // One record nobody can read (not signed with the key) hides no other.
+                Err(StoreError::Corrupt(reason)) => {
+                    tracing::warn!(approval_id = %id, %reason, "unreadable approval left out");
+                }
+                Err(error) => return Err(error),
                 // Retired by Redis' TTL: drop it from the index too.
-                None => {
+                Ok(None) => {
                     self.run(|mut c| async move {
                         redis::cmd("ZREM")
                             .arg(format!("{PREFIX}pending"))
@@ -217,6 +230,7 @@ impl RedisStore {
         let to_name = to.as_str();
         let needs_time = if to == Status::Expired { "0" } else { "1" };
         let status = serde_json::to_string(&to).map_err(corrupt)?;
+        let status = self.seal.sign(Part::Status, id, &status);
         let reply: Option<Vec<String>> = self
             .run(|mut c| async move {
                 TRANSITION
@@ -234,7 +248,17 @@ impl RedisStore {
             .await?;
         match reply.as_deref() {
             None => Ok(None),
-            Some([record, status]) => decode(record, status).map(Some),
+            Some([record, status, before]) => {
+                // The state field only orders the scripts; the signed status it moved
+                // from must be the one asked for, or this is no transition of ours.
+                let before = self.decode(id, record, before)?;
+                if !before.status.is(from) {
+                    return Err(StoreError::Corrupt(format!(
+                        "approval {id} was marked {from_name} without being so"
+                    )));
+                }
+                self.decode(id, record, status).map(Some)
+            }
             Some(_) => Err(StoreError::Corrupt("unexpected reply to transition".into())),
         }
     }
@@ -278,11 +302,21 @@ fn record_key(id: &str) -> String {
     format!("{PREFIX}approval:{id}")
 }
 
-/// The record as stored at creation, with its current status.
-fn decode(record: &str, status: &str) -> Result<ApprovalRecord, StoreError> {
-    let mut record: ApprovalRecord = serde_json::from_str(record).map_err(corrupt)?;
-    record.status = serde_json::from_str(status).map_err(corrupt)?;
-    Ok(record)
+impl RedisStore {
+    /// The record of `id` as stored at creation, with its current status: both signed
+    /// for this id by a holder of the key, or it is not read.
+    fn decode(&self, id: &str, record: &str, status: &str) -> Result<ApprovalRecord, StoreError> {
+        let text = self.seal.open(Part::Record, id, record)?;
+        let mut record: ApprovalRecord = serde_json::from_str(text).map_err(corrupt)?;
+        if record.id != id {
+            return Err(StoreError::Corrupt(format!(
+                "approval {id} holds another id"
+            )));
+        }
+        let text = self.seal.open(Part::Status, id, status)?;
+        record.status = serde_json::from_str(text).map_err(corrupt)?;
+        Ok(record)
+    }
 }
 
 fn backend(error: redis::RedisError) -> StoreError {

@@ -10,7 +10,7 @@ use crate::policy::{
     Approvers, CallerInfo, ClientInfo, Phase, PolicyInput, ToolInfo, ToolKind, ZabbixInfo,
 };
 
-fn redis_url() -> String {
+pub(super) fn redis_url() -> String {
     if let Ok(url) = std::env::var("ZMG_TEST_REDIS_URL") {
         return url;
     }
@@ -26,16 +26,19 @@ fn redis_url() -> String {
 fn stores() -> Vec<Arc<Store>> {
     let timeout = Duration::from_secs(5);
     vec![
-        Arc::new(Store::open(None, timeout).expect("memory")),
-        Arc::new(Store::open(Some(&redis_url()), timeout).expect("redis")),
+        Arc::new(Store::open(None, timeout, None).expect("memory")),
+        Arc::new(Store::open(Some(&redis_url()), timeout, Some(&SEAL_KEY)).expect("redis")),
     ]
 }
 
+/// `ApprovalSealKey` of the Redis stores.
+pub(super) const SEAL_KEY: [u8; 32] = [7; 32];
+
 /// `MaxPendingApprovals` for the tests that are not about it: the test records share
 /// one user, and the lab's Redis keeps pending ones from earlier runs for their TTL.
-const ROOM: usize = 10_000;
+pub(super) const ROOM: usize = 10_000;
 
-fn record(token_id: &str, sha256: &str, ttl: u64) -> ApprovalRecord {
+pub(super) fn record(token_id: &str, sha256: &str, ttl: u64) -> ApprovalRecord {
     record_of("7", token_id, sha256, ttl)
 }
 
@@ -86,7 +89,7 @@ fn record_of(userid: &str, token_id: &str, sha256: &str, ttl: u64) -> ApprovalRe
     }
 }
 
-fn admin() -> DecidedBy {
+pub(super) fn admin() -> DecidedBy {
     DecidedBy {
         userid: "1".into(),
         username: "Admin".into(),
@@ -94,7 +97,7 @@ fn admin() -> DecidedBy {
     }
 }
 
-fn fresh() -> String {
+pub(super) fn fresh() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
@@ -295,9 +298,13 @@ async fn both_backends_behave_the_same() {
 
 #[test]
 fn bad_store_urls_are_refused_without_echoing_secrets() {
-    let error = Store::open(Some("postgres://user:secret@x"), Duration::from_secs(1))
-        .err()
-        .expect("refused");
+    let error = Store::open(
+        Some("postgres://user:secret@x"),
+        Duration::from_secs(1),
+        None,
+    )
+    .err()
+    .expect("refused");
     assert!(!error.to_string().contains("secret"), "{error}");
 }
 

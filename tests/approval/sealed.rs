@@ -25,7 +25,8 @@ const KEY: [u8; 32] = [
 
 fn reseal(state: &str, token: &str, change: impl FnOnce(&mut Sealed)) -> String {
     let store = std::sync::Arc::new(
-        zabbix_mcp_guard::store::Store::open(None, std::time::Duration::from_secs(1)).unwrap(),
+        zabbix_mcp_guard::store::Store::open(None, std::time::Duration::from_secs(1), None)
+            .unwrap(),
     );
     let approver = Approver::new(Some(&KEY), store).unwrap();
     let token_id = ApiToken::new(token.to_owned()).id();

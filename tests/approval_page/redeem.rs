@@ -139,9 +139,9 @@ async fn approved_but_not_redeemed_in_time_is_asked_anew() {
 }
 
 /// What is sent after a yes is the request this retry builds, the one the person was
-/// shown: a shared store that lies (anyone who can write to Redis rewrites the approved
-/// record's body and digest) cannot change it. The retry is refused as our own failure,
-/// and nothing is sent.
+/// shown, from a record signed with `ApprovalSealKey`: anyone who can write to Redis and
+/// rewrites the approved record's body and digest (behind its signature, which they cannot
+/// make anew) cannot change it. The retry is refused as our own failure; nothing is sent.
 #[tokio::test]
 async fn a_store_that_lies_cannot_change_what_is_sent() {
     let lab = common::lab(7);
@@ -160,32 +160,85 @@ async fn a_store_that_lies_cannot_change_what_is_sent() {
     assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
     assert_eq!(admin.decide(&id, "approve").await.status, 200);
 
-    let redis = redis::Client::open(common::redis_url()).unwrap();
-    let mut redis = redis.get_multiplexed_async_connection().await.unwrap();
-    let key = format!("zmg:approval:{id}");
-    let text: String = redis::cmd("HGET")
-        .arg(&key)
-        .arg("record")
-        .query_async(&mut redis)
-        .await
-        .unwrap();
-    let mut record: Value = serde_json::from_str(&text).unwrap();
+    let text = redis_field(&id, "record").await;
+    let (tag, json) = text.split_at(64);
+    let mut record: Value = serde_json::from_str(json).unwrap();
     let body = record["body"]
         .as_str()
         .unwrap()
         .replace("as shown", "NOT as shown");
     record["sha256"] = Value::from(hex::encode(sha2::Sha256::digest(body.as_bytes())));
     record["body"] = Value::from(body);
-    let () = redis::cmd("HSET")
-        .arg(&key)
-        .arg("record")
-        .arg(record.to_string())
-        .query_async(&mut redis)
-        .await
-        .unwrap();
+    set_redis_field(&id, "record", &format!("{tag}{record}")).await;
 
     let refused = common::tool_error(&agent, TOOL, args).await;
     assert_eq!(refused["code"], "internal_error", "{refused}");
     assert_eq!(acks(&recorder, &event), 0, "nothing reached Zabbix");
     car.guard.stop().await;
+}
+
+/// Nobody decided, but Redis says approved: written by whoever can reach Redis, the status
+/// is not signed with `ApprovalSealKey`. The retry is refused, nothing is sent, and the
+/// page does not list what it cannot read.
+#[tokio::test]
+async fn an_approval_written_into_redis_approves_nothing() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let car = sidecar(Setup {
+        shared_store: Some(common::redis_url()),
+        ..Setup::page(&proxy)
+    })
+    .await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = support::open_event(&lab, &car.guard).await;
+    let args = ack_args(&event, &format!("forged {}", uuid::Uuid::new_v4().simple()));
+    let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
+
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let approved =
+        serde_json::json!({"state": "approved", "userid": "1", "username": "Admin", "at": at});
+    // In the stored form (a tag, then the JSON), under a tag made up.
+    let forged = format!("{}{approved}", "0".repeat(64));
+    set_redis_field(&id, "status", &forged).await;
+    set_redis_field(&id, "state", "approved").await;
+
+    let refused = common::tool_error(&agent, TOOL, args).await;
+    assert_eq!(refused["code"], "internal_error", "{refused}");
+    assert_eq!(acks(&recorder, &event), 0, "nothing reached Zabbix");
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    let listing = admin.get("/approvals").await;
+    assert_eq!(listing.status, 200);
+    assert!(!listing.body.contains(&id), "{}", listing.body);
+    car.guard.stop().await;
+}
+
+async fn redis() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(common::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+async fn redis_field(id: &str, field: &str) -> String {
+    redis::cmd("HGET")
+        .arg(format!("zmg:approval:{id}"))
+        .arg(field)
+        .query_async(&mut redis().await)
+        .await
+        .unwrap()
+}
+
+async fn set_redis_field(id: &str, field: &str, value: &str) {
+    let () = redis::cmd("HSET")
+        .arg(format!("zmg:approval:{id}"))
+        .arg(field)
+        .arg(value)
+        .query_async(&mut redis().await)
+        .await
+        .unwrap();
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zabbix_mcp_guard::config::{ApprovalPageConfig, Config, DecisionLogSink, Secret, SessionMode};
+use zabbix_mcp_guard::config::{ApprovalPageConfig, Config, DecisionLogSink, SessionMode};
 
 use crate::common::{self, Guard, config_for, start_with, temp_path};
 
@@ -84,7 +84,9 @@ pub async fn sidecar_with(setup: Setup<'_>, adjust: impl FnOnce(&mut Config)) ->
     if setup.stateful {
         config.session_mode = SessionMode::Stateful;
     }
-    config.shared_store = setup.shared_store.map(|url| Secret::new(url.into_bytes()));
+    if let Some(url) = setup.shared_store {
+        config = common::on_redis(config, &url);
+    }
     let port = common::free_port();
     let page = format!("http://127.0.0.1:{port}");
     if setup.page {

@@ -439,6 +439,16 @@ pub fn redis_url() -> String {
         .to_owned()
 }
 
+/// `config` sharing state through the Redis at `url`, with the `ApprovalSealKey` every
+/// replica sharing it needs (the same for all test sidecars).
+pub fn on_redis(mut config: Config, url: &str) -> Config {
+    config.shared_store = Some(zabbix_mcp_guard::config::Secret::new(
+        url.as_bytes().to_vec(),
+    ));
+    config.approval_seal_key = Some(zabbix_mcp_guard::config::Secret::new(vec![0x5e; 32]));
+    config
+}
+
 /// Runs `tests/deploy/<script>` with the official MCP Python SDK (PyPI `mcp`, under
 /// /opt/mcp-python from `start-zabbix.sh all`; `MCP_PYTHON` names another interpreter) and
 /// returns the one JSON summary line it prints.
