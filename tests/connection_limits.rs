@@ -144,6 +144,42 @@ async fn an_idle_http2_connection_is_closed() {
     guard.stop().await;
 }
 
+/// A peer that opens streams but never lets the answers through (HTTP/2 stream window 0,
+/// PINGs answered) holds each response in memory; the connection makes no progress, so
+/// it is closed after `IdleTimeout` like an idle one, and what it held is freed. Before,
+/// its answers counted as requests in flight and the connection stayed open for good.
+#[tokio::test]
+async fn a_peer_that_takes_no_answer_is_closed() {
+    let guard = guard_with(|_| {}).await;
+    let stream = TcpStream::connect(addr(&guard)).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(0)
+            .handshake::<_, http_body_util::Empty<bytes::Bytes>>(hyper_util::rt::TokioIo::new(
+                stream,
+            ))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        let request = http::Request::get(format!("{}/healthz", guard.base))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        // The head arrives (not flow-controlled); the body cannot, and is never read.
+        held.push(response);
+    }
+    tokio::time::timeout(GENEROUS, connection)
+        .await
+        .expect("the sidecar closed the connection that took no answer")
+        .unwrap()
+        .ok();
+    drop(held);
+    guard.stop().await;
+}
+
 /// On HTTP/2 the `:authority` and a `Host` header both name the server: each must be
 /// allowed, so DNS-rebinding protection cannot be passed with one while the other names
 /// another server.

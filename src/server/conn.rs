@@ -1,7 +1,7 @@
 //! One client connection from accept to close, bounded at every stage: the connection
 //! slot (`MaxConnections`), the TLS handshake (`TLSHandshakeTimeout`), the first request
 //! head including the HTTP/1-or-2 detection (`HeaderTimeout`), the keep-alive gap between
-//! requests on HTTP/1 and HTTP/2 (`IdleTimeout`), and dead HTTP/2 peers
+//! requests on HTTP/1 and HTTP/2 and a peer that takes no answer (`IdleTimeout`), and dead HTTP/2 peers
 //! (`HTTP2KeepAlive` pings). The request body is bounded in `routes` (`BodyTimeout`).
 //! Both listeners, MCP and the approval page, serve their connections here.
 
@@ -68,27 +68,34 @@ impl Routes {
     }
 }
 
-/// Requests in flight on one connection and when the connection may next be closed for
-/// idleness; the watchdog closes it when none is in flight past the deadline.
+/// What keeps one connection busy, and when it may next be closed for idleness; the
+/// watchdog closes it when nothing is busy past the deadline.
 #[derive(Clone, Copy, Debug)]
 struct Activity {
+    /// Requests whose handler runs, and response bodies waiting on their own source (a
+    /// stream between events). A body with data ready that the peer does not take (an
+    /// HTTP/2 window held at 0, a full socket) is not busy: its connection closes after
+    /// `IdleTimeout` without progress, which frees the response it holds.
     active: usize,
     deadline: Instant,
 }
 
-/// Keeps a request counted until its response body is dropped (fully sent or abandoned),
-/// so a long response stream is not mistaken for an idle connection.
-struct ActiveGuard {
+/// The connection's [`Activity`], shared by its requests and response bodies.
+#[derive(Clone)]
+struct Busy {
     activity: Arc<watch::Sender<Activity>>,
     idle: Duration,
 }
 
-/// A response body that holds its request's [`ActiveGuard`].
+/// Counts a request as busy while its handler runs (dropped with its future).
+struct HandlerGuard(Busy);
+
+/// A response body that counts as busy only while it waits on its source.
 pub(crate) struct TrackedBody {
     inner: Body,
-    _guard: ActiveGuard,
+    busy: Busy,
+    waiting: bool,
 }
-
 /// How a connection ended, for the debug log.
 #[derive(Debug, Clone, Copy)]
 enum Closed {
@@ -99,13 +106,48 @@ enum Closed {
     NoLongerAllowed,
 }
 
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        let idle = self.idle;
-        self.activity.send_modify(|a| {
-            a.active = a.active.saturating_sub(1);
-            a.deadline = Instant::now() + idle;
+impl Busy {
+    fn begin(&self) {
+        // No wake-up: a watchdog sleeping toward an old deadline looks again when it fires.
+        self.activity.send_if_modified(|a| {
+            a.active += 1;
+            false
         });
+    }
+
+    fn end(&self) {
+        let deadline = Instant::now() + self.idle;
+        // Wakes the watchdog only when nothing is busy any more: it arms the deadline.
+        self.activity.send_if_modified(|a| {
+            a.active = a.active.saturating_sub(1);
+            a.deadline = deadline;
+            a.active == 0
+        });
+    }
+
+    /// Data moved: the idle deadline starts again.
+    fn progress(&self) {
+        let deadline = Instant::now() + self.idle;
+        self.activity.send_if_modified(|a| {
+            a.deadline = deadline;
+            false
+        });
+    }
+}
+
+impl Drop for HandlerGuard {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+impl Drop for TrackedBody {
+    fn drop(&mut self) {
+        if self.waiting {
+            self.busy.end();
+        } else {
+            self.busy.progress();
+        }
     }
 }
 
@@ -117,7 +159,20 @@ impl HttpBody for TrackedBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match (&polled, self.waiting) {
+            (Poll::Pending, false) => {
+                self.waiting = true;
+                self.busy.begin();
+            }
+            (Poll::Pending, true) => {}
+            (Poll::Ready(_), true) => {
+                self.waiting = false;
+                self.busy.end();
+            }
+            (Poll::Ready(_), false) => self.busy.progress(),
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -169,16 +224,15 @@ where
         active: 0,
         deadline: Instant::now() + limits.header,
     });
-    let activity = Arc::new(activity);
-    let idle = limits.idle;
+    let busy = Busy {
+        activity: Arc::new(activity),
+        idle: limits.idle,
+    };
     let app = ctx.app.clone();
     let served = ctx.routes.clone();
     let service = service_fn(move |request| {
-        activity.send_modify(|a| a.active += 1);
-        let guard = ActiveGuard {
-            activity: activity.clone(),
-            idle,
-        };
+        busy.begin();
+        let handler = HandlerGuard(busy.clone());
         let app = app.clone();
         let served = served.clone();
         // Boxed: hyper keeps one slot the size of this future for the whole life of a
@@ -191,9 +245,12 @@ where
                     crate::approval_page::handle(&page, request, peer).await
                 }
             };
+            let busy = handler.0.clone();
+            drop(handler);
             Ok::<_, Infallible>(response.map(|inner| TrackedBody {
                 inner,
-                _guard: guard,
+                busy,
+                waiting: false,
             }))
         })
     });
@@ -235,8 +292,12 @@ where
                 }
             }
             () = sleep_until_some(idle_deadline), if closing.is_none() => {
-                connection.as_mut().graceful_shutdown();
-                closing = Some((Closed::Idle, Instant::now() + limits.header));
+                // Requests begin and data moves without waking this loop: look again.
+                let now = *watchdog.borrow();
+                if now.active == 0 && Instant::now() >= now.deadline {
+                    connection.as_mut().graceful_shutdown();
+                    closing = Some((Closed::Idle, Instant::now() + limits.header));
+                }
             }
             changed = &mut peer_change, if closing.is_none() => {
                 match changed {
