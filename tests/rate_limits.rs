@@ -163,6 +163,7 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
     // The shipped default policy (10000 reads a second) under RateLimit=2/3600.
     let mut config = config(&proxy, None);
     config.caller_limits.rate_limit = Some(CallRate::parse("2/3600").unwrap());
+    let log = decision_log(&config);
     let guard = common::start_with(config).await;
     let client = common::client(&guard, &lab.token).await;
 
@@ -196,6 +197,28 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         sent(&recorder, "host.get"),
         2,
         "nothing more reached Zabbix"
+    );
+
+    // A write looks its targets up in Zabbix before it is decided: over `RateLimit`, it
+    // is refused first, so no lookup reaches Zabbix either (before, each one did).
+    for n in 0..5 {
+        let ids = json!([format!("99999{n}1"), format!("99999{n}2")]);
+        let args = json!({"eventids": ids, "message": "over budget"});
+        let refused = common::tool_error(&client, "problem_annotate", args).await;
+        assert_eq!(refused["code"], "rate_limited", "{refused}");
+        assert_eq!(refused["data"]["scope"], "rate_limit", "{refused}");
+        let id = refused["decision_id"].as_str().expect("a decision_id");
+        let line = common::decision_log_lines(&log)
+            .into_iter()
+            .find(|l| l["decision_id"] == id && l["event"].is_null())
+            .expect("the refusal is logged as a decision");
+        assert_eq!(line["decision"]["allow"], false, "{line}");
+        assert!(rate_limited_event(&log, id).is_some());
+    }
+    assert_eq!(
+        sent(&recorder, "event.get"),
+        0,
+        "no target lookup reached Zabbix"
     );
     guard.stop().await;
 }

@@ -19,6 +19,7 @@ use crate::policy::{
     CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, Targets,
     ToolInfo, ZabbixInfo,
 };
+use crate::ratelimit::RateLimitError;
 use crate::targets::Ask;
 use crate::zabbix::{Caller, ZabbixVersion};
 
@@ -210,6 +211,25 @@ pub async fn decide_call(
             first
         };
     (record(app, def, decision, &input), input)
+}
+
+/// A call the sidecar refused before asking the policy (a write over its configured
+/// limits, before its targets were looked up): logged as a denial with the reason.
+pub fn refused_before_decision(
+    app: &App,
+    call: &Call<'_>,
+    arguments: &Arguments,
+    error: &RateLimitError,
+) -> Decision {
+    let exposed_name = call.request.name.as_ref();
+    let input = input(
+        call.subject,
+        Phase::Call,
+        call.def,
+        exposed_name,
+        arguments.0.clone(),
+    );
+    record(app, call.def, Decision::deny(error.to_string()), &input)
 }
 
 /// Whether the `list` phase offers this tool to the caller. A tool it hides does not exist

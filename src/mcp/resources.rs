@@ -103,7 +103,7 @@ pub async fn read(
     if !decision.allow {
         return Err(resource_not_found(uri));
     }
-    let _admission = crate::mcp::limit::admit(app, caller, &decision)
+    let _admission = crate::mcp::limit::admit(app, caller, &decision, false)
         .await
         .map_err(ToolError::into_rpc)?;
     let (Some(query), Some(resource)) = (def.query(), def.resource()) else {

@@ -158,6 +158,20 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Ok(arguments) => arguments,
         Err(error) => return failed(app, def, ToolError::from(error), None).into(),
     };
+    // Held until the call ends: a write's configured concurrency slot, taken before its
+    // targets are looked up in Zabbix.
+    let configured = if def.is_write() {
+        match crate::mcp::limit::admit_configured(app, &call, &arguments).await {
+            Ok(admission) => Some(admission),
+            Err((error, decision)) => {
+                let id = decision.decision_id.as_str();
+                crate::server::hangup::decided(call.context, id);
+                return failed(app, def, error, Some(id)).into();
+            }
+        }
+    } else {
+        None
+    };
     let (decision, input) = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
     crate::server::hangup::decided(call.context, id);
@@ -166,7 +180,8 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         return failed(app, def, ToolError::Denied { reasons }, Some(id)).into();
     }
     // Held until the call ends: its concurrency slot.
-    let _admission = match crate::mcp::limit::admit(app, call.caller, &decision).await {
+    let taken = configured.is_some();
+    let _admission = match crate::mcp::limit::admit(app, call.caller, &decision, taken).await {
         Ok(admission) => admission,
         Err(error) => return failed(app, def, error, Some(id)).into(),
     };

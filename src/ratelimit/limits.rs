@@ -113,6 +113,15 @@ impl Applied {
             || self.param_concurrent.is_some()
     }
 
+    /// Only the decision's own limits: the configured ones were taken before it.
+    pub fn policy_only(self) -> Applied {
+        Applied {
+            param_calls: None,
+            param_concurrent: None,
+            ..self
+        }
+    }
+
     /// The value of the limit behind `scope`, as the policy or the parameter spells it.
     pub fn limit_text(&self, scope: Scope) -> Option<String> {
         match scope {

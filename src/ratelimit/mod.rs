@@ -1,6 +1,5 @@
 //! Per-caller limits: the decision's `rate` (calls per window, concurrent calls) and the
-//! `RateLimit` / `MaxConcurrent` ceilings, checked after the policy allowed a call and
-//! before anything is sent to Zabbix.
+//! `RateLimit` / `MaxConcurrent` ceilings, checked before anything is sent to Zabbix.
 //!
 //! Keyed by the caller's Zabbix userid, not the token: a user's tokens share one budget
 //! (minting another token does not buy more calls), and the userid is what Zabbix
@@ -11,7 +10,8 @@
 //!
 //! Order: concurrency slots first (all or none, given back on refusal), then the policy's
 //! call budget, then `RateLimit`. A call refused by `RateLimit` has counted against the
-//! policy budget; a call refused by the policy has not touched `RateLimit`.
+//! policy budget; a read refused by the policy has not touched `RateLimit`. A write takes
+//! `RateLimit` and `MaxConcurrent` before its targets are looked up (`mcp::limit`).
 //!
 //! In memory by default (`governor` GCRA); with `SharedStore=redis://…` every replica
 //! admits through one Lua script on Redis, so replicas share the budgets; concurrency is a
