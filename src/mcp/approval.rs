@@ -38,6 +38,10 @@ pub struct Approver {
     /// Nonces of redeemed states, kept as long as a state can live, in the shared store:
     /// with `SharedStore=redis://…` replicas agree, so a state is redeemed once overall.
     store: Arc<Store>,
+    /// With the store in memory, states are bound to this process (a random id): only it
+    /// remembers which were redeemed, so another replica with the same key, or this one
+    /// restarted, would take a used state as new. `None` with Redis.
+    process: Option<String>,
 }
 
 /// Which way this call gets (or skips) its human yes.
@@ -103,6 +107,8 @@ pub enum ApprovalError {
 
 impl Approver {
     /// With `ApprovalSealKey`, or a random key (one replica only: another cannot open it).
+    /// With the store in memory a state opens only in the process that sealed it, whatever
+    /// the key: replicas finish each other's states only when they share Redis.
     pub fn new(key: Option<&[u8]>, store: Arc<Store>) -> Result<Self, ApprovalError> {
         let key = match key {
             Some(key) => key.to_vec(),
@@ -114,17 +120,34 @@ impl Approver {
         };
         let codec =
             RequestStateCodec::try_new(key).map_err(|e| ApprovalError::Key(e.to_string()))?;
-        Ok(Approver { codec, store })
+        let process = match &*store {
+            Store::Memory(_) => Some(uuid::Uuid::new_v4().simple().to_string()),
+            Store::Redis(_) => None,
+        };
+        Ok(Approver {
+            codec,
+            store,
+            process,
+        })
     }
 
-    /// Seals the payload, bound to the caller's token so no one else can redeem it.
+    /// Seals the payload, bound to the caller's token so no one else can redeem it (and,
+    /// with the store in memory, to this process).
     pub fn seal(&self, sealed: &Sealed, token_id: &str) -> Result<String, ApprovalError> {
+        let bound_to = self.bound_to(token_id);
         let options = SealOptions::new()
-            .associated_data(token_id.as_bytes())
+            .associated_data(&bound_to)
             .ttl(APPROVAL_TTL);
         self.codec
             .seal_json_with(sealed, &options)
             .map_err(|_| ApprovalError::BadState)
+    }
+
+    fn bound_to(&self, token_id: &str) -> Vec<u8> {
+        match &self.process {
+            None => token_id.as_bytes().to_vec(),
+            Some(process) => format!("{token_id}\0{process}").into_bytes(),
+        }
     }
 
     /// Marks an approved state as used; a second use is refused, even a concurrent one.
@@ -138,7 +161,7 @@ impl Approver {
 
     pub fn open(&self, state: &str, token_id: &str) -> Result<Sealed, ApprovalError> {
         self.codec
-            .open_json_with(state, token_id.as_bytes())
+            .open_json_with(state, &self.bound_to(token_id))
             .map_err(|_| ApprovalError::BadState)
     }
 }

@@ -20,8 +20,8 @@ use std::time::Duration;
 use support::{
     Human, LAB, Reply, TOOL, ack_args, acknowledge, acknowledge_once, acknowledged_now, acks,
     applied, approval_logged, brief, call_ids, connect, event_of, failed, log_lines, new_problem,
-    open_problem_other_than, question_in, retry, saw_exactly, sha256, sidecar, untouched,
-    without_auth,
+    open_problem_other_than, question_in, retry, saw_exactly, sha256, sidecar, sidecar_in_memory,
+    untouched, without_auth,
 };
 use zabbix_mcp_guard::config::SessionMode;
 // ---------------------------------------------------------------------------------------
@@ -282,8 +282,10 @@ async fn input_required_round_trip_across_replicas() {
     approval_logged(&lines, first, "requested");
     untouched(&reader, &event).await;
 
-    // Asked by replica A, finished by replica B (same key); a replica with another key
-    // cannot open the state.
+    // Asked by replica A, finished by replica B (same key, same Redis); a replica with
+    // another key cannot open the state, nor can one with the key but its store in memory
+    // (it could not know the state was used elsewhere: before, each such replica applied
+    // it once more).
     let b = sidecar(&proxy, "required", SessionMode::Stateless, Some(key)).await;
     let other_key =
         hex::decode("b71e04c9d28a5f3e60c1a7d94e2b8f05a3c6d91e7b240f8a5c3e9d16f0a7b42c").unwrap();
@@ -307,8 +309,21 @@ async fn input_required_round_trip_across_replicas() {
         brief(&body)
     );
     assert_eq!(acks(&recorder).len(), 1, "replica C sent nothing");
+    let d = sidecar_in_memory(&proxy, "required", SessionMode::Stateless, Some(key)).await;
+    let on_d = connect(&d.guard, &lab.token, &silent).await;
+    let result = retry(&on_d, TOOL, ack_args(&event), &state, Reply::Approve).await;
+    failed(&result, "invalid_arguments");
+    assert_eq!(acks(&recorder).len(), 1, "replica D sent nothing");
     let result = retry(&on_b, TOOL, ack_args(&event), &state, Reply::Approve).await;
     applied(&result, &event);
+    // Used through B: A, sharing the Redis, refuses it too.
+    let again = retry(&on_a, TOOL, ack_args(&event), &state, Reply::Approve).await;
+    let body = failed(&again, "invalid_arguments");
+    assert!(
+        body["message"].as_str().unwrap().contains("already used"),
+        "{}",
+        brief(&body)
+    );
     assert!(silent.asked().is_empty(), "call_tool_once drives no rounds");
     let sent = acks(&recorder);
     assert_eq!(sent.len(), 2, "replica B sent it once");
@@ -321,7 +336,7 @@ async fn input_required_round_trip_across_replicas() {
     let approved = approval_logged(&lines_b, &ids_b[0], "approved");
     let asked_by_a = approved["data"]["approval_of"].as_str().unwrap();
     approval_logged(&log_lines(&a.log), asked_by_a, "requested");
-    for side in [a, b, c] {
+    for side in [a, b, c, d] {
         side.guard.stop().await;
     }
 }

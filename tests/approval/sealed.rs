@@ -24,9 +24,15 @@ const KEY: [u8; 32] = [
 ];
 
 fn reseal(state: &str, token: &str, change: impl FnOnce(&mut Sealed)) -> String {
+    // On the sidecar's Redis: with the store in memory a state opens only in its process.
+    let url = common::redis_url();
     let store = std::sync::Arc::new(
-        zabbix_mcp_guard::store::Store::open(None, std::time::Duration::from_secs(1), None)
-            .unwrap(),
+        zabbix_mcp_guard::store::Store::open(
+            Some(&url),
+            std::time::Duration::from_secs(1),
+            Some(&KEY),
+        )
+        .unwrap(),
     );
     let approver = Approver::new(Some(&KEY), store).unwrap();
     let token_id = ApiToken::new(token.to_owned()).id();

@@ -67,16 +67,41 @@ pub struct Sidecar {
     pub log: PathBuf,
 }
 
+/// A sidecar; given an `ApprovalSealKey`, it shares the lab's Redis, as replicas do.
 pub async fn sidecar(
     zabbix_url: &str,
     approval: &str,
     mode: SessionMode,
     seal_key: Option<&[u8]>,
 ) -> Sidecar {
+    sidecar_on(zabbix_url, approval, mode, seal_key, true).await
+}
+
+/// A sidecar with the store in memory whatever the key, as a replica without Redis.
+pub async fn sidecar_in_memory(
+    zabbix_url: &str,
+    approval: &str,
+    mode: SessionMode,
+    seal_key: Option<&[u8]>,
+) -> Sidecar {
+    sidecar_on(zabbix_url, approval, mode, seal_key, false).await
+}
+
+async fn sidecar_on(
+    zabbix_url: &str,
+    approval: &str,
+    mode: SessionMode,
+    seal_key: Option<&[u8]>,
+    redis: bool,
+) -> Sidecar {
     let mut config = config_for(zabbix_url);
     config.policy_dir = Some(policy(approval));
     config.session_mode = mode;
     config.approval_seal_key = seal_key.map(|k| Secret::new(k.to_vec()));
+    if redis && seal_key.is_some() {
+        let url = common::redis_url();
+        config.shared_store = Some(Secret::new(url.into_bytes()));
+    }
     let log = temp_path("decisions.log");
     config.decision_log = DecisionLogSink::File(log.clone());
     Sidecar {

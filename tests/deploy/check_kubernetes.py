@@ -106,6 +106,12 @@ for rule in netpol["spec"]["ingress"]:
         check(all("podSelector" not in p for p in rule["from"]),
               "the web port is open to the ingress controller's namespace only")
 
+# Replicas share state: approvals, single-use sealed states, limits (README "Replicas").
+store = [e for e in guard["env"] if e["name"] == "ZABBIX_MCP_GUARD_SHARED_STORE"]
+check(deployment["spec"]["replicas"] == 1
+      or (len(store) == 1 and "secretKeyRef" in store[0].get("valueFrom", {})),
+      "more than one replica shares a Redis (SharedStore from a Secret: its URL holds a password)")
+
 pdb = kinds["PodDisruptionBudget"]
 check(pdb["spec"]["selector"]["matchLabels"] == labels, "the PDB covers the pod")
 check(pdb["spec"]["minAvailable"] >= 1 and deployment["spec"]["replicas"] > pdb["spec"]["minAvailable"],
