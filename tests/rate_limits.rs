@@ -325,6 +325,73 @@ async fn a_concurrency_cap_refuses_while_a_call_is_in_flight() {
     guard.stop().await;
 }
 
+/// A Redis that answers slowly (every command held by `CLIENT PAUSE`) is waited for up to
+/// `Timeout`, not the Redis crate's own 500 ms; and a call that gave up on it leaves no
+/// concurrency slot behind: Redis takes the lease once it runs the script, and the lease
+/// is given back right behind it. Before, a slot taken so was held for its 30 s lease and
+/// refused the user's every call meanwhile.
+#[tokio::test]
+async fn a_slow_redis_is_waited_for_and_a_call_that_gave_up_holds_no_slot() {
+    let redis = common::redis_server::RedisServer::start().await;
+    let (url, _stub) = common::stub::start(Duration::ZERO).await;
+    let sidecar = |timeout: u64| {
+        let mut config = shared(config(&url, None), &redis.url());
+        config.timeout = Duration::from_secs(timeout);
+        config.caller_limits.max_concurrent = std::num::NonZeroU32::new(1);
+        common::start_with(config)
+    };
+    let patient = sidecar(3).await;
+    let client = common::client(&patient, "slow-redis").await;
+    common::read(&client, "host_get", json!({"limit": 1})).await;
+    no_slot_held(&redis).await;
+    redis.pause(Duration::from_millis(1500)).await;
+    let waited = common::call(&client, "host_get", json!({"limit": 1})).await;
+    assert_ne!(waited.is_error, Some(true), "{waited:?}");
+
+    let hasty = sidecar(1).await;
+    let client = common::client(&hasty, "slow-redis").await;
+    common::read(&client, "host_get", json!({"limit": 1})).await;
+    no_slot_held(&redis).await;
+    redis.pause(Duration::from_millis(2500)).await;
+    let gave_up = common::tool_error(&client, "host_get", json!({"limit": 1})).await;
+    assert_eq!(gave_up["code"], "internal_error", "{gave_up}");
+    assert!(
+        gave_up["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within 1s"),
+        "{gave_up}"
+    );
+    // Once Redis answers again, the next call has the user's one slot.
+    let ping = redis::Client::open(redis.url()).unwrap();
+    common::eventually("Redis to answer again", WAIT, || async {
+        let mut connection = ping.get_multiplexed_async_connection().await.ok()?;
+        let pong: Option<String> = redis::cmd("PING").query_async(&mut connection).await.ok();
+        pong.map(|_| ())
+    })
+    .await;
+    let after = common::call(&client, "host_get", json!({"limit": 1})).await;
+    assert_ne!(after.is_error, Some(true), "{after:?}");
+    hasty.stop().await;
+    patient.stop().await;
+}
+
+/// Waits until the calls so far gave their concurrency slots back (a slot set is deleted
+/// with its last lease), so that a pause holds nothing of theirs.
+async fn no_slot_held(redis: &common::redis_server::RedisServer) {
+    let client = redis::Client::open(redis.url()).unwrap();
+    common::eventually("the slots to be given back", WAIT, || async {
+        let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("zmg:slots:*")
+            .query_async(&mut connection)
+            .await
+            .ok()?;
+        keys.is_empty().then_some(())
+    })
+    .await;
+}
+
 fn shared(config: Config, url: &str) -> Config {
     common::on_redis(config, url)
 }

@@ -246,7 +246,19 @@ async fn admit_shared(
         lease: uuid::Uuid::new_v4().to_string(),
         lease_ttl: LEASE_TTL,
     };
-    match redis.rate_admit(&admit).await? {
+    let reply = match redis.rate_admit(&admit).await {
+        Ok(reply) => reply,
+        Err(error) => {
+            // Redis may still run the script after we stopped waiting (a slow Redis):
+            // the lease it would take is given back right behind it, not left to lapse.
+            let buckets: Vec<String> = admit.slots.iter().map(|(b, _)| b.clone()).collect();
+            if !buckets.is_empty() {
+                release_later(store.clone(), buckets, admit.lease.clone());
+            }
+            return Err(error.into());
+        }
+    };
+    match reply {
         AdmitReply::Admitted => {}
         AdmitReply::Rate { index, wait } => {
             let scope = rates.get(index).map_or(Scope::RateLimit, |r| r.0);
@@ -314,18 +326,23 @@ impl Drop for Admission {
                 renewing,
             } => {
                 renewing.cancel();
-                // Off the request path; if it fails the lease lapses after LEASE_TTL.
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        if let Store::Redis(redis) = &*store
-                            && let Err(error) = redis.rate_release(&buckets, &lease).await
-                        {
-                            tracing::warn!(%error, "concurrency lease not released; it lapses");
-                        }
-                    });
-                }
+                release_later(store, buckets, lease);
             }
         }
+    }
+}
+
+/// Gives a Redis lease back, off the request path; if that fails it lapses after
+/// [`LEASE_TTL`].
+fn release_later(store: Arc<Store>, buckets: Vec<String>, lease: String) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            if let Store::Redis(redis) = &*store
+                && let Err(error) = redis.rate_release(&buckets, &lease).await
+            {
+                tracing::warn!(%error, "concurrency lease not released; it lapses");
+            }
+        });
     }
 }
 

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 use tokio::sync::OnceCell;
 
@@ -109,9 +109,15 @@ impl RedisStore {
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         let work = async {
+            // The crate's own bounds (1 s to connect, 500 ms for an answer) would cut
+            // `Timeout` short: a slow Redis answering in 2 s is slow, not failed. Its
+            // answer bound is left a second beyond ours, so ours is the one that says so.
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(self.timeout))
+                .set_response_timeout(Some(self.timeout + Duration::from_secs(1)));
             let connection = self
                 .connection
-                .get_or_try_init(|| self.client.get_connection_manager())
+                .get_or_try_init(|| self.client.get_connection_manager_with_config(config))
                 .await
                 .map_err(backend)?;
             op(connection.clone()).await.map_err(backend)

@@ -6,6 +6,7 @@ pub mod fault;
 pub mod hangup;
 pub mod metrics;
 pub mod recorder;
+pub mod redis_server;
 pub mod stub;
 pub mod tls;
 pub mod trapper;
