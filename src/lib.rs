@@ -15,6 +15,7 @@ pub mod config;
 pub(crate) mod decimal;
 pub mod display;
 pub mod exposure;
+pub mod fd_limit;
 pub(crate) mod hashing;
 pub mod list_changed;
 pub mod mcp;

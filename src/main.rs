@@ -113,6 +113,13 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         .map(PidFile::create)
         .transpose()?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
+    let files = zabbix_mcp_guard::fd_limit::raise(&config);
+    if files.short() {
+        tracing::warn!(before = ?files.before, now = ?files.now, needed = files.needed,
+            "the open-file limit is below what MaxConnections and MaxZabbixConcurrency may take; raise it (LimitNOFILE=, ulimit -n)");
+    } else {
+        tracing::info!(target: telemetry::LIFECYCLE_TARGET, before = ?files.before, now = ?files.now, "open-file limit");
+    }
     let runtime = async_runtime(config.limits.worker_threads)?;
     tracing::info!(
         target: telemetry::LIFECYCLE_TARGET,

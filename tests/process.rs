@@ -105,3 +105,59 @@ fn serves_calls_with(workers: &str) {
     let status = common::terminate(&mut child).expect("SIGTERM and exit");
     assert!(status.success(), "{status}");
 }
+
+/// Under a soft open-file limit of 256 (below what `MaxConnections` takes), the binary
+/// raises its own to the hard limit at start and logs it; with the hard limit low too, it
+/// warns. Before, it kept the soft limit and its accepts failed ("Too many open files")
+/// past about a thousand connections.
+#[test]
+fn the_open_file_limit_is_raised_to_the_hard_one() {
+    let lab = common::lab(7);
+    let hard = std::fs::read_to_string("/proc/self/limits")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(4).map(str::to_owned))
+        .expect("this process' hard limit");
+    for (limits, raised) in [("-Sn 256", true), ("-n 256", false)] {
+        let dir = common::scratch_dir("fd-limit");
+        let log = dir.join("guard.log");
+        let port = common::free_port();
+        let binary = common::binary(&lab.url, port, &log);
+        let args: Vec<String> = binary
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        // The limit set by the shell the binary replaces, as an operator's `ulimit` would.
+        let mut child = common::Running(
+            std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
+                .arg(binary.get_program())
+                .args(&args)
+                .env_remove("RUST_LOG")
+                .spawn()
+                .unwrap(),
+        );
+        common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("listening")
+        });
+        let soft = std::fs::read_to_string(format!("/proc/{}/limits", child.0.id()))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3).map(str::to_owned))
+            .expect("the binary's soft limit");
+        let text = std::fs::read_to_string(&log).unwrap();
+        if raised {
+            assert_eq!(soft, hard, "raised to the hard limit");
+            assert!(text.contains("open-file limit"), "{text}");
+        } else {
+            assert_eq!(soft, "256");
+            assert!(text.contains("the open-file limit is below"), "{text}");
+        }
+        common::terminate(&mut child.0).expect("SIGTERM and exit");
+    }
+}

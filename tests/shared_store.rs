@@ -9,6 +9,7 @@
 mod common;
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use common::recorder::{self, Recorder};
 use common::zapi::TestUser;
@@ -167,4 +168,55 @@ async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
         "{metrics}"
     );
     guard.stop().await;
+}
+
+/// `rediss://`: the released binary reaches a Redis that serves TLS only, verifying its
+/// certificate against the system's roots, which `SSL_CERT_FILE` points elsewhere (here at
+/// the test CA); a Redis whose certificate it cannot verify counts as unreachable. Before,
+/// the binary was built without Redis' TLS and refused `rediss://` at start.
+#[tokio::test]
+async fn a_redis_over_tls_is_reached_and_verified() {
+    common::init();
+    let lab = common::lab(7);
+    let pki = common::tls::pki("redis");
+    let redis = common::redis_server::RedisServer::start_tls(&pki).await;
+    let store = format!("rediss://localhost:{}/", redis.port);
+    let start = |trusted: bool| {
+        let port = common::free_port();
+        let log = common::temp_path("redis-tls.log");
+        let mut command = common::binary(&lab.url, port, &log);
+        command
+            .env("ZABBIX_MCP_GUARD_SHARED_STORE", &store)
+            .env("ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY", "ab".repeat(32))
+            .stdout(std::process::Stdio::null());
+        if trusted {
+            command.env("SSL_CERT_FILE", &pki.ca_file);
+        } else {
+            // Roots that do not hold the test CA.
+            let other = common::tls::pki("redis-other");
+            command.env("SSL_CERT_FILE", &other.ca_file);
+        }
+        (common::Running(command.spawn().expect("the binary")), port)
+    };
+    let ready = |port: u16| async move {
+        let answer = reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
+            .await
+            .ok()?;
+        let (_, body) = common::status_and_body(answer).await;
+        body["shared_store"]["reachable"].as_bool()
+    };
+
+    let (_trusted, port) = start(true);
+    let reachable = common::eventually("a readiness answer", Duration::from_secs(30), || {
+        ready(port)
+    })
+    .await;
+    assert!(reachable, "Redis over TLS is reached");
+
+    let (_untrusted, port) = start(false);
+    let reachable = common::eventually("a readiness answer", Duration::from_secs(30), || {
+        ready(port)
+    })
+    .await;
+    assert!(!reachable, "a certificate not verified is no Redis");
 }

@@ -32,11 +32,13 @@ pub struct Subject {
     pub zabbix: ZabbixInfo,
 }
 
-/// Writes a final event for a call if it ends without one (the client disconnected and
-/// the call was dropped), so every decided call has an outcome in the log.
+/// Writes a final event for a call if it ends without one (its future was dropped: the
+/// sidecar stopped with it in flight, or its transport ended it), so every decided call
+/// has an outcome in the log.
 pub struct Outcome {
     log: DecisionLog,
     decision_id: String,
+    kind: ToolKind,
     written: bool,
 }
 
@@ -50,6 +52,8 @@ pub enum Ended {
     Pending,
     /// Refused or failed: the tool error's code and message.
     Failed { code: &'static str, message: String },
+    /// Dropped before it finished; a write may have been sent by then.
+    Dropped { kind: ToolKind },
 }
 
 impl Subject {
@@ -310,10 +314,11 @@ pub fn limits(decision: &Decision) -> Limits {
 }
 
 impl Outcome {
-    pub fn new(log: &DecisionLog, decision_id: &str) -> Self {
+    pub fn new(log: &DecisionLog, decision_id: &str, kind: ToolKind) -> Self {
         Outcome {
             log: log.clone(),
             decision_id: decision_id.to_owned(),
+            kind,
             written: false,
         }
     }
@@ -328,10 +333,7 @@ impl Outcome {
 impl Drop for Outcome {
     fn drop(&mut self) {
         if !self.written {
-            let ended = Ended::Failed {
-                code: "cancelled",
-                message: "the client went away before the call finished".to_owned(),
-            };
+            let ended = Ended::Dropped { kind: self.kind };
             self.log.event(&self.decision_id, "zabbix_result", ended);
         }
     }
@@ -357,6 +359,25 @@ impl Serialize for Ended {
                 map.serialize_entry("ok", &false)?;
                 map.serialize_entry("code", code)?;
                 map.serialize_entry("message", message)?;
+            }
+            // Not "the client went away": a call whose client leaves runs to its end, so a
+            // dropped one was most likely stopped with the sidecar.
+            Ended::Dropped { kind } => {
+                map.serialize_entry("ok", &false)?;
+                map.serialize_entry("code", "cancelled")?;
+                match kind {
+                    ToolKind::Read => map.serialize_entry(
+                        "message",
+                        "the call was stopped before it finished (the sidecar shut down, or its transport ended it)",
+                    )?,
+                    ToolKind::Write => {
+                        map.serialize_entry(
+                            "message",
+                            "the call was stopped before it finished (the sidecar shut down, or its transport ended it); the write may have been sent: check its state in Zabbix",
+                        )?;
+                        map.serialize_entry("sent", "unknown")?;
+                    }
+                }
             }
         }
         map.end()
@@ -398,6 +419,53 @@ mod tests {
         assert_eq!(
             text(failed),
             r#"{"ok":false,"code":"zabbix_error","message":"say \"why\""}"#
+        );
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::{Outcome, ToolKind};
+    use crate::policy::{DecisionLog, DecisionLogSink};
+
+    /// A call stopped with the sidecar: its line says so, and for a write that it may have
+    /// been sent (before: "the client went away", which was not so, for a write applied).
+    #[test]
+    fn a_dropped_call_is_logged_as_stopped_and_a_write_as_maybe_sent() {
+        let path = crate::scratch::dir("outcome").join("decisions.log");
+        let log = DecisionLog::open(DecisionLogSink::File(path.clone())).expect("log");
+        drop(Outcome::new(&log, "read-1", ToolKind::Read));
+        drop(Outcome::new(&log, "write-1", ToolKind::Write));
+        assert!(log.flush());
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+            .expect("log file")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect();
+        let data = |id: &str| {
+            lines
+                .iter()
+                .find(|l| l["decision_id"] == id)
+                .map(|l| l["data"].clone())
+                .expect("a line")
+        };
+        let read = data("read-1");
+        assert_eq!(read["code"], "cancelled");
+        assert!(
+            read["message"]
+                .as_str()
+                .unwrap()
+                .contains("sidecar shut down")
+        );
+        assert!(read.get("sent").is_none(), "{read}");
+        let write = data("write-1");
+        assert_eq!(write["sent"], "unknown", "{write}");
+        assert!(
+            write["message"]
+                .as_str()
+                .unwrap()
+                .contains("may have been sent"),
+            "{write}"
         );
     }
 }

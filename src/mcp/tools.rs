@@ -185,7 +185,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         Ok(admission) => admission,
         Err(error) => return failed(app, def, error, Some(id)).into(),
     };
-    let outcome = Outcome::new(&app.decisions, id);
+    let outcome = Outcome::new(&app.decisions, id, def.kind());
     let result = if let Behaviour::Read(query) = &def.behaviour {
         match args::enforce_limits(def, &arguments, &gate::limits(&decision), now) {
             Ok(()) => call_read(app, &call, query, &arguments)

@@ -270,6 +270,7 @@ where
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
     let mut closing: Option<(Closed, Instant)> = None;
+    let grace = super::shutdown_grace(ctx.app.config.timeout);
     // Armed once per connection and again after each change: a future made anew on every
     // turn of this loop would register with the watch for every request.
     let mut peer_change = ctx.peers.clone().next_change();
@@ -304,7 +305,7 @@ where
                     Some(watch) if !watch.admits(peer) => {
                         tracing::info!(client.address = %peer, "connection closed: its address is no longer allowed");
                         connection.as_mut().graceful_shutdown();
-                        closing = Some((Closed::NoLongerAllowed, Instant::now() + super::SHUTDOWN_GRACE));
+                        closing = Some((Closed::NoLongerAllowed, Instant::now() + grace));
                     }
                     Some(watch) => peer_change = watch.next_change(),
                     // The list can no longer change.
@@ -313,7 +314,7 @@ where
             }
             () = ctx.shutdown.cancelled(), if closing.is_none() => {
                 connection.as_mut().graceful_shutdown();
-                closing = Some((Closed::Shutdown, Instant::now() + super::SHUTDOWN_GRACE));
+                closing = Some((Closed::Shutdown, Instant::now() + grace));
             }
             () = sleep_until_some(closing.map(|(_, at)| at)) => {
                 // A peer that does not let a graceful close finish is cut off.

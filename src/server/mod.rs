@@ -51,8 +51,15 @@ use crate::server::routes::{McpEndpoint, McpService};
 use crate::server::sessions::SessionOwners;
 use crate::server::tls::ServerCertificate;
 
-/// How long shutdown waits for in-flight requests.
+/// How long shutdown waits for in-flight requests at least.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// How long shutdown waits for in-flight requests: a write may wait up to `Timeout` for a
+/// Zabbix slot, then look its targets up and send itself, each within `Timeout`; cut short,
+/// it would be logged as stopped with its outcome unknown.
+pub(crate) fn shutdown_grace(timeout: Duration) -> Duration {
+    SHUTDOWN_GRACE.max(timeout.saturating_mul(3))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -183,7 +190,7 @@ impl Server {
         // Calls in flight finish and listen streams send their last message first; then
         // rmcp's sessions end, which closes the streams stateful clients keep open, and
         // the connections drain.
-        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        let deadline = tokio::time::Instant::now() + shutdown_grace(self.app.config.timeout);
         while (self.app.in_flight.count() > 0 || self.listeners.open() > 0)
             && tokio::time::Instant::now() < deadline
         {
@@ -412,7 +419,7 @@ pub(crate) async fn serve_listener(listener: TcpListener, spec: Listener) {
     }
     drop(listener);
     ctx.tracker.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, ctx.tracker.wait())
+    if tokio::time::timeout(shutdown_grace(app.config.timeout), ctx.tracker.wait())
         .await
         .is_err()
     {
