@@ -251,7 +251,8 @@ pub fn refusal(error: &GuardError) -> Refusal {
         | GuardError::DuplicateAuthorization
         | GuardError::TokenTooLong
         | GuardError::Caller(CallerError::InvalidToken(_)) => unauthorized(CHALLENGE_INVALID),
-        GuardError::TooManyRejectedTokens { retry_after_s, .. } => Refusal {
+        GuardError::TooManyRejectedTokens { retry_after_s, .. }
+        | GuardError::TooManyTokenLookups { retry_after_s, .. } => Refusal {
             status: StatusCode::TOO_MANY_REQUESTS,
             code: "rate_limited",
             challenge: None,

@@ -189,6 +189,16 @@ fn http_refusals() {
         (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(42))
     );
     assert!(guessing.to_string().contains("for 42 s"), "{guessing}");
+    let crowding = GuardError::TooManyTokenLookups {
+        address: "10.0.0.1".parse().unwrap(),
+        max: 20,
+        retry_after_s: 1,
+    };
+    let waits = refusal(&crowding);
+    assert_eq!(
+        (waits.status, waits.code, waits.retry_after_s),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(1))
+    );
     // The shared lockout unreadable: our failure, never dressed as Zabbix's.
     let unchecked = refusal(&GuardError::Store(crate::store::StoreError::Timeout(
         Duration::from_secs(3),

@@ -9,7 +9,7 @@ use http::header::AUTHORIZATION;
 use ipnet::IpNet;
 
 use crate::app::App;
-use crate::server::rejected;
+use crate::server::rejected::{self, Refused};
 use crate::store::StoreError;
 use crate::zabbix::{ApiToken, Caller, CallerError, Identity};
 
@@ -38,6 +38,19 @@ pub enum GuardError {
         window_s = rejected::WINDOW.as_secs()
     )]
     TooManyRejectedTokens {
+        address: IpAddr,
+        max: usize,
+        retry_after_s: u64,
+    },
+    /// The tokens from this address being looked up in Zabbix now, with those it rejected
+    /// within [`rejected::WINDOW`], fill `MaxRejectedTokens`: no more are looked up at
+    /// once, so that a client sending many at a time gets no more asked than one after
+    /// another.
+    #[error(
+        "{max} tokens from {address} are being checked by Zabbix or were rejected by it within {window_s} s (MaxRejectedTokens): tokens not already accepted are refused from this address until a check ends; retry in {retry_after_s} s (tokens already accepted keep working)",
+        window_s = rejected::WINDOW.as_secs()
+    )]
+    TooManyTokenLookups {
         address: IpAddr,
         max: usize,
         retry_after_s: u64,
@@ -174,8 +187,9 @@ pub async fn authenticate(
 }
 
 /// A token not cached: refused again if Zabbix rejected it lately, refused unasked while
-/// the address has used up its rejections (unless Zabbix accepted the token lately), else
-/// looked up, and remembered as accepted or rejected.
+/// the address has used up its rejections, or while its rejections and the lookups under
+/// way fill them (unless Zabbix accepted the token lately), else looked up, and remembered
+/// as accepted or rejected.
 async fn look_up(
     app: &App,
     token: &ApiToken,
@@ -191,7 +205,18 @@ async fn look_up(
         max: rejected.max(),
         retry_after_s: wait.as_secs(),
     };
-    rejected.check(address, &digest).map_err(too_many)?;
+    // Room is taken before Zabbix is asked and held until it answers: requests sent at
+    // once are counted as they come, not as their answers do.
+    let lookup = rejected
+        .reserve(address, &digest)
+        .map_err(|refused| match refused {
+            Refused::LockedOut(wait) => too_many(wait),
+            Refused::Busy => GuardError::TooManyTokenLookups {
+                address,
+                max: rejected.max(),
+                retry_after_s: rejected::BUSY_RETRY.as_secs(),
+            },
+        })?;
     // The replicas' shared count (Redis); a store that does not answer refuses: the
     // lockout cannot be told apart from its absence.
     let source = rejected::source_key(address);
@@ -205,12 +230,13 @@ async fn look_up(
     let shared = match &result {
         Ok(_) => {
             rejected.accept(digest);
+            drop(lookup);
             app.store
                 .record_accepted(&digest, rejected::ACCEPTED_MEMORY)
                 .await
         }
         Err(CallerError::InvalidToken(message)) => {
-            rejected.record(address, digest, message);
+            lookup.rejected(message);
             app.store
                 .record_rejected(&source, &digest, rejected::WINDOW)
                 .await
