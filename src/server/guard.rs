@@ -87,13 +87,33 @@ impl AllowedHosts {
         &self.0
     }
 
-    fn allows(&self, host: &str) -> bool {
+    /// Whether `host` is one of ours: a name of the list, or the address the connection
+    /// came in on (`local`), when the caller says.
+    fn allows(&self, host: &str, local: Option<IpAddr>) -> bool {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         self.0.iter().any(|n| n.eq_ignore_ascii_case(host))
+            || local.is_some_and(|local| {
+                host.parse::<IpAddr>()
+                    .is_ok_and(|ip| ip.to_canonical() == local.to_canonical())
+            })
     }
 
     /// Checks `Host` (or the HTTP/2 authority) and, when a browser sent one, `Origin`.
     pub fn check(&self, uri: &http::Uri, headers: &http::HeaderMap) -> Result<(), GuardError> {
+        self.check_arrived(uri, headers, None)
+    }
+
+    /// [`Self::check`] that also takes the address the connection came in on (`local`) as
+    /// ours: what probes and scrapers name when they connect by address (the kubelet sends
+    /// `Host: <pod IP>:<port>`, and a sidecar listening on 0.0.0.0 has no address of its
+    /// own in the list). A DNS-rebinding page names its own domain, never an address, so
+    /// this lets no such page in.
+    pub fn check_arrived(
+        &self,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+        local: Option<IpAddr>,
+    ) -> Result<(), GuardError> {
         // Every name the request gives the server must be allowed: the `Host` header and
         // the URI's authority (HTTP/2's `:authority`, an HTTP/1 absolute URI), so one
         // cannot pass the check while the other names another server.
@@ -106,7 +126,7 @@ impl AllowedHosts {
         }
         for (what, name) in [("Host", host), (":authority", authority)] {
             if let Some(name) = name
-                && !self.allows(host_of(name))
+                && !self.allows(host_of(name), local)
             {
                 return Err(GuardError::ForbiddenHost(format!("{what} {name:?}")));
             }
@@ -117,7 +137,7 @@ impl AllowedHosts {
                 .split_once("://")
                 .map(|(_, rest)| host_of(rest.split('/').next().unwrap_or("")))
                 .unwrap_or("");
-            if !self.allows(host) {
+            if !self.allows(host, local) {
                 return Err(GuardError::ForbiddenHost(format!("Origin {text:?}")));
             }
         }
@@ -309,6 +329,37 @@ mod tests {
         assert!(!both("127.0.0.1:8443", Some("evil.example")));
         // Neither: refused, as before.
         assert!(hosts.check(&uri, &http::HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn the_address_a_connection_came_in_on_is_ours_where_asked() {
+        let hosts = super::AllowedHosts::new(&["0.0.0.0".parse().unwrap()], &[]);
+        let uri: http::Uri = "/readyz".parse().unwrap();
+        let check = |host: &str, origin: Option<&str>, local: Option<&str>| {
+            let mut h = http::HeaderMap::new();
+            h.insert("host", host.parse().unwrap());
+            if let Some(o) = origin {
+                h.insert("origin", o.parse().unwrap());
+            }
+            let local = local.map(|l| l.parse().unwrap());
+            hosts.check_arrived(&uri, &h, local).is_ok()
+        };
+        // A kubelet probe: Host is the pod's address, the one the connection came in on.
+        assert!(check("10.1.2.4:8443", None, Some("10.1.2.4")));
+        assert!(check("10.1.2.4:8443", None, Some("::ffff:10.1.2.4")));
+        assert!(check("[fd00::4]:8443", None, Some("fd00::4")));
+        assert!(
+            !check("10.1.2.4:8443", None, None),
+            "not without the local address"
+        );
+        assert!(!check("10.1.2.5:8443", None, Some("10.1.2.4")));
+        assert!(!check("evil.example:8443", None, Some("10.1.2.4")));
+        assert!(!check(
+            "10.1.2.4:8443",
+            Some("http://evil.example"),
+            Some("10.1.2.4")
+        ));
+        assert!(check("127.0.0.1:8443", None, Some("10.1.2.4")));
     }
 
     #[test]
