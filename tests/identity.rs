@@ -380,3 +380,22 @@ async fn tokens_sent_at_once_get_no_more_lookups_than_max_rejected_tokens() {
     assert_eq!(stub.auth_calls.load(Ordering::SeqCst), 5);
     guard.stop().await;
 }
+
+/// With Zabbix unreachable, a caller not yet authenticated (any Bearer string) learns that
+/// Zabbix cannot be reached, not where it is: the address stays in the process log.
+/// Before, the answer was `cannot reach the Zabbix API: connecting to 127.0.0.1:PORT:
+/// Connection refused`.
+#[tokio::test]
+async fn an_unreachable_zabbix_is_not_located_for_callers_not_yet_let_in() {
+    let port = common::free_port();
+    let guard = start_with(config_for(&format!(
+        "http://127.0.0.1:{port}/api_jsonrpc.php"
+    )))
+    .await;
+    let (status, body) = initialize(&guard.url, "any-bearer-string").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "upstream_unavailable", "{body}");
+    assert_eq!(body["message"], "cannot reach the Zabbix API", "{body}");
+    assert!(!body.to_string().contains(&port.to_string()), "{body}");
+    guard.stop().await;
+}

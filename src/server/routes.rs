@@ -353,7 +353,7 @@ pub(crate) fn refused(error: &GuardError) -> Response<Body> {
     }
     let mut response = json_response(
         refusal.status,
-        &json!({"error": refusal.code, "message": error.to_string()}),
+        &json!({"error": refusal.code, "message": errors::refusal_message(error)}),
     );
     if let Some(challenge) = refusal.challenge {
         response
