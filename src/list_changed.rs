@@ -30,9 +30,10 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// The clients that hear `notifications/tools/list_changed`, and what says the list changed.
 #[derive(Debug)]
 pub struct ListChanged {
-    /// Sessions come here at `notifications/initialized`; a closed one leaves at the next
-    /// registration or announcement, so the list holds no more than the open sessions and
-    /// those closed since.
+    /// Sessions come here at their first `notifications/initialized` (the handler lists
+    /// its session once: `mcp::GuardHandler`); a closed one leaves at the next registration
+    /// or announcement, so the list holds no more than the open sessions and those closed
+    /// since.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Open `subscriptions/listen` streams that accepted the notification, by a number of
     /// their own; each leaves when its request ends.
@@ -118,6 +119,14 @@ impl ListChanged {
             .unwrap_or_else(PoisonError::into_inner)
             .open
             .len()
+    }
+
+    /// Sessions on the list now (closed ones taken off first): each open session that
+    /// completed its initialization, once.
+    pub fn sessions_listed(&self) -> usize {
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        peers.retain(|p| !p.is_transport_closed());
+        peers.len()
     }
 
     /// Sends the notification to every open session and listen stream; how many took it.

@@ -311,3 +311,91 @@ async fn a_zabbix_failing_to_check_tokens_rejects_none() {
     assert_eq!(status, 429, "locked out after three verdicts");
     guard.stop().await;
 }
+
+/// Tokens sent at once count as they come, not as Zabbix answers them: with
+/// `MaxRejectedTokens=5`, 60 distinct tokens from one address sent together, Zabbix holding
+/// its answers so that every lookup overlaps, get 5 lookups; the others get 429 at once,
+/// Zabbix not asked. Once Zabbix answers, the 5 are rejected and the address is locked out.
+/// Before, all 60 were asked of Zabbix.
+#[tokio::test]
+async fn tokens_sent_at_once_get_no_more_lookups_than_max_rejected_tokens() {
+    let (url, stub) = common::stub::start(Duration::ZERO).await;
+    *stub.auth_error.lock().unwrap() = Some(serde_json::json!(
+        {"code": -32602, "message": "Invalid params.", "data": "Not authorized."}
+    ));
+    stub.auth_held.send_replace(true);
+    let mut config = config_for(&url);
+    config.limits.max_rejected_tokens = 5;
+    let guard = start_with(config).await;
+
+    let http = reqwest::Client::new();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..60 {
+        let (http, url, answered) = (http.clone(), guard.url.clone(), answered.clone());
+        requests.spawn(async move {
+            let answer = common::raw_initialize(&http, &url, &made_up_token()).await;
+            answered.fetch_add(1, Ordering::SeqCst);
+            answer
+        });
+    }
+    // Every request has reached Zabbix (held there) or been answered.
+    common::wait_until(
+        "every request to reach Zabbix or be answered",
+        Duration::from_secs(30),
+        async || stub.auth_calls.load(Ordering::SeqCst) + answered.load(Ordering::SeqCst) >= 60,
+    )
+    .await;
+    let asked = stub.auth_calls.load(Ordering::SeqCst);
+    assert_eq!(asked, 5, "lookups that reached Zabbix at once");
+
+    stub.auth_held.send_replace(false);
+    let mut statuses = std::collections::BTreeMap::new();
+    while let Some(answer) = requests.join_next().await {
+        let (status, body) = answer.expect("the request task");
+        if status == 429 {
+            assert_eq!(body["error"], "rate_limited", "{body}");
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with(
+                    "5 tokens from 127.0.0.1 are being checked by Zabbix or were rejected by it within 60 s (MaxRejectedTokens)"
+                ),
+                "{message}"
+            );
+        }
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        std::collections::BTreeMap::from([(401, 5), (429, 55)])
+    );
+    // The five rejections lock the address out, Zabbix not asked.
+    let (status, body) = initialize(&guard.url, &made_up_token()).await;
+    assert_eq!(status, 429, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("5 tokens from 127.0.0.1 were rejected by Zabbix within 60 s"),
+        "{message}"
+    );
+    assert_eq!(stub.auth_calls.load(Ordering::SeqCst), 5);
+    guard.stop().await;
+}
+
+/// With Zabbix unreachable, a caller not yet authenticated (any Bearer string) learns that
+/// Zabbix cannot be reached, not where it is: the address stays in the process log.
+/// Before, the answer was `cannot reach the Zabbix API: connecting to 127.0.0.1:PORT:
+/// Connection refused`.
+#[tokio::test]
+async fn an_unreachable_zabbix_is_not_located_for_callers_not_yet_let_in() {
+    let port = common::free_port();
+    let guard = start_with(config_for(&format!(
+        "http://127.0.0.1:{port}/api_jsonrpc.php"
+    )))
+    .await;
+    let (status, body) = initialize(&guard.url, "any-bearer-string").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "upstream_unavailable", "{body}");
+    assert_eq!(body["message"], "cannot reach the Zabbix API", "{body}");
+    assert!(!body.to_string().contains(&port.to_string()), "{body}");
+    guard.stop().await;
+}

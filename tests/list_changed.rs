@@ -2,7 +2,8 @@
 //! the official MCP Python SDK holding a stateful session: announced as a capability,
 //! sent when a reload changes the tool rules and when a policy set of another revision is
 //! installed, and after it the new list is what the client lists; the client's `DELETE`
-//! at the end reads as success. A stateless sidecar does not announce it.
+//! at the end reads as success. A stateless sidecar does not announce it. A session that
+//! repeats `notifications/initialized` is listed, and told, once.
 
 mod common;
 
@@ -11,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use zabbix_mcp_guard::config::SessionMode;
 
 /// The real binary from a file of its own, against the 7.0 lab.
 struct Sidecar {
@@ -162,4 +164,82 @@ fn a_stateless_sidecar_does_not_announce_list_changes() {
     let first = next(&mut lines);
     assert_eq!(first["list_changed"], false, "{first}");
     assert!(client.0.wait().expect("the client ends").success());
+}
+
+/// A session that sends `notifications/initialized` again and again is listed once, and an
+/// announcement tells it once. Before, each notification listed it again: the list grew
+/// without bound and an announcement started one send per entry.
+#[tokio::test]
+async fn a_session_initialized_again_and_again_is_listed_and_told_once() {
+    let (zabbix, _stub) = common::stub::start(Duration::ZERO).await;
+    let mut config = common::config_for(&zabbix);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = http
+            .post(&guard.url)
+            .bearer_auth("stub-token")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request.send()
+    };
+    let created = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "list-changed-test", "version": "1"}}}),
+    )
+    .await
+    .expect("initialize");
+    assert_eq!(created.status(), 200);
+    let session = created.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session id")
+        .to_owned();
+    drop(created);
+    let list = &guard.app().list_changed;
+    for _ in 0..50 {
+        let sent = post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await
+        .expect("initialized");
+        assert_eq!(sent.status(), 202);
+    }
+    common::wait_until(
+        "the session to be listed",
+        Duration::from_secs(10),
+        async || list.sessions_listed() >= 1,
+    )
+    .await;
+    // A request answered after them: the session has taken in every notification sent
+    // before it (each is handled in a task of its own, started in order).
+    let pong = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+    )
+    .await
+    .expect("ping");
+    assert_eq!(pong.status(), 200);
+    pong.text().await.expect("the ping answered");
+    assert_eq!(list.sessions_listed(), 1, "listed once");
+    // The session's stream, then an announcement (what a policy change starts).
+    let stream = http
+        .get(&guard.url)
+        .bearer_auth("stub-token")
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("the session's stream");
+    assert_eq!(stream.status(), 200);
+    assert_eq!(list.announce().await, 1, "told once");
+    guard.stop().await;
 }

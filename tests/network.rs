@@ -1,5 +1,6 @@
 //! Network behaviour: TLS inbound (real MCP client, generated CA), TLS toward a TLS front
-//! of the real lab (verification on, failing, off), Host/Origin checks, graceful shutdown.
+//! of the real lab (verification on, failing, off), Host/Origin checks (of `/mcp` and of
+//! `/readyz` and `/metrics`), graceful shutdown.
 
 mod common;
 
@@ -10,7 +11,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use zabbix_mcp_guard::config::TlsAccept;
+use zabbix_mcp_guard::config::{StatusListenerConfig, TlsAccept};
 
 #[tokio::test]
 async fn tls_inbound_with_a_real_mcp_client() {
@@ -131,6 +132,85 @@ async fn foreign_host_and_origin_get_403() {
             .await
             .unwrap()
             .status(),
+        200
+    );
+    guard.stop().await;
+}
+
+/// GET `base` + `path` with these `Host` and `Origin` headers (`Host` from the URL without
+/// one): its status.
+async fn status_of(base: &str, path: &str, host: Option<&str>, origin: Option<&str>) -> u16 {
+    let mut request = reqwest::Client::new().get(format!("{base}{path}"));
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.expect("an answer").status().as_u16()
+}
+
+/// `/readyz` and `/metrics` answer only to our own names, as `/mcp` does (a DNS-rebinding
+/// page could read them from a browser on an allowed address), on the MCP listener and on
+/// the status listener; `/healthz` answers any probe. A probe that names the address it
+/// connected to (the kubelet sends `Host: <pod IP>:<port>`) is answered by a sidecar
+/// listening on 0.0.0.0, which has no address of its own in the list.
+#[tokio::test]
+async fn readyz_and_metrics_answer_only_to_our_names() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.listen_ip = vec!["0.0.0.0".parse().unwrap()];
+    config.allowed_ip = vec!["127.0.0.0/8".parse().unwrap()];
+    config.allowed_ip_raw = "127.0.0.0/8".to_owned();
+    let guard = start_with(config).await;
+    let port = guard.base.rsplit(':').next().unwrap().to_owned();
+    let (loopback, other) = (
+        format!("http://127.0.0.1:{port}"),
+        format!("http://127.0.0.2:{port}"),
+    );
+    let evil = format!("evil.example:{port}");
+    for path in ["/readyz", "/metrics"] {
+        assert_eq!(status_of(&loopback, path, None, None).await, 200, "{path}");
+        assert_eq!(
+            status_of(&loopback, path, Some(&evil), None).await,
+            403,
+            "{path}"
+        );
+        let origin = Some("http://evil.example");
+        assert_eq!(
+            status_of(&loopback, path, None, origin).await,
+            403,
+            "{path}"
+        );
+        // Host: the address the connection came in on, as a probe by pod IP sends.
+        assert_eq!(status_of(&other, path, None, None).await, 200, "{path}");
+        let elsewhere = format!("127.0.0.3:{port}");
+        assert_eq!(
+            status_of(&other, path, Some(&elsewhere), None).await,
+            403,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        status_of(&loopback, "/healthz", Some(&evil), None).await,
+        200
+    );
+    guard.stop().await;
+
+    let mut config = config_for(&lab.url);
+    config.status_listener = Some(StatusListenerConfig {
+        listen_ip: vec!["127.0.0.1".parse().unwrap()],
+        listen_port: 0,
+    });
+    let guard = start_with(config).await;
+    let status = format!("http://{}", guard.status_addrs()[0]);
+    for path in ["/readyz", "/metrics"] {
+        assert_eq!(status_of(&status, path, None, None).await, 200, "{path}");
+        let host = Some("evil.example");
+        assert_eq!(status_of(&status, path, host, None).await, 403, "{path}");
+    }
+    assert_eq!(
+        status_of(&status, "/healthz", Some("evil.example"), None).await,
         200
     );
     guard.stop().await;

@@ -235,6 +235,16 @@ fn zabbix_code(error: &ZabbixError) -> &'static str {
     }
 }
 
+/// The `message` of a request refused before MCP: the error's text, with a Zabbix
+/// failure worded without what describes the sidecar's surroundings (Zabbix's address, for
+/// one): the caller is not authenticated. The process log has the whole text.
+pub fn refusal_message(error: &GuardError) -> String {
+    match error {
+        GuardError::Caller(caller) => caller.public_text(),
+        _ => error.to_string(),
+    }
+}
+
 /// A request refused before MCP: 401 for a missing or rejected token (with the challenge),
 /// 403 for a foreign Host or Origin, 503 when Zabbix could not be asked, 500 for our own
 /// failures.
@@ -251,7 +261,8 @@ pub fn refusal(error: &GuardError) -> Refusal {
         | GuardError::DuplicateAuthorization
         | GuardError::TokenTooLong
         | GuardError::Caller(CallerError::InvalidToken(_)) => unauthorized(CHALLENGE_INVALID),
-        GuardError::TooManyRejectedTokens { retry_after_s, .. } => Refusal {
+        GuardError::TooManyRejectedTokens { retry_after_s, .. }
+        | GuardError::TooManyTokenLookups { retry_after_s, .. } => Refusal {
             status: StatusCode::TOO_MANY_REQUESTS,
             code: "rate_limited",
             challenge: None,

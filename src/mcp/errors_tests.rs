@@ -5,7 +5,7 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{ToolError, refusal};
+use super::{ToolError, refusal, refusal_message};
 use crate::server::guard::GuardError;
 use crate::zabbix::{CallerError, Method, ZabbixError};
 
@@ -146,6 +146,66 @@ fn rate_limited_carries_the_retry_time() {
     assert_eq!(unchecked.code(), "internal_error");
 }
 
+/// A caller not yet authenticated learns what failed, not where Zabbix is: the address in
+/// a connection error, the URL, a library's findings stay in the log.
+#[test]
+fn refusals_before_authentication_keep_zabbix_whereabouts_out() {
+    let at = "connecting to 10.9.8.7:8080: Connection refused";
+    let cases = [
+        (
+            ZabbixError::Unavailable(at.into()),
+            "cannot reach the Zabbix API",
+        ),
+        (
+            ZabbixError::AnswerLost(at.into()),
+            "the request reached the Zabbix API, but its answer was lost",
+        ),
+        (
+            ZabbixError::BadResponse(format!("<html>{at}")),
+            "the Zabbix API sent an invalid response",
+        ),
+        (
+            ZabbixError::Tls(format!("{at}: certificate")),
+            "TLS setup for the Zabbix connection failed",
+        ),
+        (
+            ZabbixError::BadUrl {
+                url: "http://10.9.8.7:8080/".into(),
+                reason: "no path".into(),
+            },
+            "invalid Zabbix API URL",
+        ),
+    ];
+    for (error, told) in cases {
+        let whole = error.to_string();
+        let guard = GuardError::Caller(CallerError::Upstream(error.clone()));
+        assert_eq!(refusal_message(&guard), told, "{whole}");
+        assert!(guard.to_string().contains("10.9.8.7"), "the log keeps it");
+        let groups = GuardError::Caller(CallerError::GroupsUnavailable(error));
+        let message = refusal_message(&groups);
+        assert!(
+            message.contains(&format!("usergroup.get ({told})")) && !message.contains("10.9.8.7"),
+            "{message}"
+        );
+    }
+    // Zabbix's own words and limits are told as they are.
+    let api = ZabbixError::Api {
+        code: -32500,
+        message: "Application error.".into(),
+        data: json!("SQL statement execution has failed."),
+    };
+    let guard = GuardError::Caller(CallerError::Upstream(api));
+    assert_eq!(refusal_message(&guard), guard.to_string());
+    let timeout = GuardError::Caller(CallerError::Upstream(ZabbixError::Timeout(
+        Duration::from_secs(3),
+    )));
+    assert_eq!(refusal_message(&timeout), timeout.to_string());
+    assert_eq!(
+        refusal_message(&GuardError::MissingToken),
+        GuardError::MissingToken.to_string()
+    );
+}
+
 #[test]
 fn http_refusals() {
     let missing = refusal(&GuardError::MissingToken);
@@ -189,6 +249,16 @@ fn http_refusals() {
         (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(42))
     );
     assert!(guessing.to_string().contains("for 42 s"), "{guessing}");
+    let crowding = GuardError::TooManyTokenLookups {
+        address: "10.0.0.1".parse().unwrap(),
+        max: 20,
+        retry_after_s: 1,
+    };
+    let waits = refusal(&crowding);
+    assert_eq!(
+        (waits.status, waits.code, waits.retry_after_s),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(1))
+    );
     // The shared lockout unreadable: our failure, never dressed as Zabbix's.
     let unchecked = refusal(&GuardError::Store(crate::store::StoreError::Timeout(
         Duration::from_secs(3),

@@ -13,6 +13,7 @@ pub mod tools;
 pub mod write;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -42,11 +43,18 @@ struct Asked {
 #[derive(Clone)]
 pub struct GuardHandler {
     app: Arc<App>,
+    /// Whether this session is on the list that hears `notifications/tools/list_changed`.
+    /// A client may send `notifications/initialized` again and again; listed once, its
+    /// session is told once, and the list stays as long as the open sessions.
+    listed: Arc<AtomicBool>,
 }
 
 impl GuardHandler {
     pub fn new(app: Arc<App>) -> Self {
-        Self { app }
+        Self {
+            app,
+            listed: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     /// Appends the `tools/list` result as JSON text to `out`, for a stateless request on a
@@ -170,7 +178,9 @@ impl ServerHandler for GuardHandler {
 
     /// A session that can hear `notifications/tools/list_changed` from now on.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.app.list_changed.register(context.peer);
+        if !self.listed.swap(true, Ordering::AcqRel) {
+            self.app.list_changed.register(context.peer);
+        }
     }
 
     async fn list_tools(

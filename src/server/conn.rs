@@ -193,13 +193,15 @@ pub(crate) fn spawn(
 ) {
     let ctx = ctx.clone();
     let tracker = ctx.tracker.clone();
+    // The address the peer connected to: status routes take it as a Host of ours.
+    let local = stream.local_addr().ok().map(|addr| addr.ip());
     tracker.spawn(async move {
         let limits = ctx.app.config.limits.clone();
         let closed = match ctx.tls.clone() {
-            None => serve(TokioIo::new(stream), peer, &ctx, &limits).await,
+            None => serve(TokioIo::new(stream), peer, local, &ctx, &limits).await,
             Some(acceptor) => {
                 match tokio::time::timeout(limits.tls_handshake, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => serve(TokioIo::new(tls), peer, &ctx, &limits).await,
+                    Ok(Ok(tls)) => serve(TokioIo::new(tls), peer, local, &ctx, &limits).await,
                     Ok(Err(error)) => {
                         tracing::info!(client.address = %peer, %error, "TLS handshake failed");
                         Closed::Done
@@ -216,7 +218,13 @@ pub(crate) fn spawn(
     });
 }
 
-async fn serve<I>(io: TokioIo<I>, peer: IpAddr, ctx: &ConnContext, limits: &Limits) -> Closed
+async fn serve<I>(
+    io: TokioIo<I>,
+    peer: IpAddr,
+    local: Option<IpAddr>,
+    ctx: &ConnContext,
+    limits: &Limits,
+) -> Closed
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -240,7 +248,7 @@ where
         // of a whole request (several kB), and a request's state lives only while it runs.
         Box::pin(async move {
             let response = match served {
-                Routes::Mcp(endpoint) => routes::handle(app, &endpoint, request, peer).await,
+                Routes::Mcp(endpoint) => routes::handle(app, &endpoint, request, peer, local).await,
                 Routes::ApprovalPage(page) => {
                     crate::approval_page::handle(&page, request, peer).await
                 }

@@ -9,7 +9,7 @@ use http::header::AUTHORIZATION;
 use ipnet::IpNet;
 
 use crate::app::App;
-use crate::server::rejected;
+use crate::server::rejected::{self, Refused};
 use crate::store::StoreError;
 use crate::zabbix::{ApiToken, Caller, CallerError, Identity};
 
@@ -38,6 +38,19 @@ pub enum GuardError {
         window_s = rejected::WINDOW.as_secs()
     )]
     TooManyRejectedTokens {
+        address: IpAddr,
+        max: usize,
+        retry_after_s: u64,
+    },
+    /// The tokens from this address being looked up in Zabbix now, with those it rejected
+    /// within [`rejected::WINDOW`], fill `MaxRejectedTokens`: no more are looked up at
+    /// once, so that a client sending many at a time gets no more asked than one after
+    /// another.
+    #[error(
+        "{max} tokens from {address} are being checked by Zabbix or were rejected by it within {window_s} s (MaxRejectedTokens): tokens not already accepted are refused from this address until a check ends; retry in {retry_after_s} s (tokens already accepted keep working)",
+        window_s = rejected::WINDOW.as_secs()
+    )]
+    TooManyTokenLookups {
         address: IpAddr,
         max: usize,
         retry_after_s: u64,
@@ -74,13 +87,33 @@ impl AllowedHosts {
         &self.0
     }
 
-    fn allows(&self, host: &str) -> bool {
+    /// Whether `host` is one of ours: a name of the list, or the address the connection
+    /// came in on (`local`), when the caller says.
+    fn allows(&self, host: &str, local: Option<IpAddr>) -> bool {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         self.0.iter().any(|n| n.eq_ignore_ascii_case(host))
+            || local.is_some_and(|local| {
+                host.parse::<IpAddr>()
+                    .is_ok_and(|ip| ip.to_canonical() == local.to_canonical())
+            })
     }
 
     /// Checks `Host` (or the HTTP/2 authority) and, when a browser sent one, `Origin`.
     pub fn check(&self, uri: &http::Uri, headers: &http::HeaderMap) -> Result<(), GuardError> {
+        self.check_arrived(uri, headers, None)
+    }
+
+    /// [`Self::check`] that also takes the address the connection came in on (`local`) as
+    /// ours: what probes and scrapers name when they connect by address (the kubelet sends
+    /// `Host: <pod IP>:<port>`, and a sidecar listening on 0.0.0.0 has no address of its
+    /// own in the list). A DNS-rebinding page names its own domain, never an address, so
+    /// this lets no such page in.
+    pub fn check_arrived(
+        &self,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+        local: Option<IpAddr>,
+    ) -> Result<(), GuardError> {
         // Every name the request gives the server must be allowed: the `Host` header and
         // the URI's authority (HTTP/2's `:authority`, an HTTP/1 absolute URI), so one
         // cannot pass the check while the other names another server.
@@ -93,7 +126,7 @@ impl AllowedHosts {
         }
         for (what, name) in [("Host", host), (":authority", authority)] {
             if let Some(name) = name
-                && !self.allows(host_of(name))
+                && !self.allows(host_of(name), local)
             {
                 return Err(GuardError::ForbiddenHost(format!("{what} {name:?}")));
             }
@@ -104,7 +137,7 @@ impl AllowedHosts {
                 .split_once("://")
                 .map(|(_, rest)| host_of(rest.split('/').next().unwrap_or("")))
                 .unwrap_or("");
-            if !self.allows(host) {
+            if !self.allows(host, local) {
                 return Err(GuardError::ForbiddenHost(format!("Origin {text:?}")));
             }
         }
@@ -174,8 +207,9 @@ pub async fn authenticate(
 }
 
 /// A token not cached: refused again if Zabbix rejected it lately, refused unasked while
-/// the address has used up its rejections (unless Zabbix accepted the token lately), else
-/// looked up, and remembered as accepted or rejected.
+/// the address has used up its rejections, or while its rejections and the lookups under
+/// way fill them (unless Zabbix accepted the token lately), else looked up, and remembered
+/// as accepted or rejected.
 async fn look_up(
     app: &App,
     token: &ApiToken,
@@ -191,7 +225,18 @@ async fn look_up(
         max: rejected.max(),
         retry_after_s: wait.as_secs(),
     };
-    rejected.check(address, &digest).map_err(too_many)?;
+    // Room is taken before Zabbix is asked and held until it answers: requests sent at
+    // once are counted as they come, not as their answers do.
+    let lookup = rejected
+        .reserve(address, &digest)
+        .map_err(|refused| match refused {
+            Refused::LockedOut(wait) => too_many(wait),
+            Refused::Busy => GuardError::TooManyTokenLookups {
+                address,
+                max: rejected.max(),
+                retry_after_s: rejected::BUSY_RETRY.as_secs(),
+            },
+        })?;
     // The replicas' shared count (Redis); a store that does not answer refuses: the
     // lockout cannot be told apart from its absence.
     let source = rejected::source_key(address);
@@ -205,12 +250,13 @@ async fn look_up(
     let shared = match &result {
         Ok(_) => {
             rejected.accept(digest);
+            drop(lookup);
             app.store
                 .record_accepted(&digest, rejected::ACCEPTED_MEMORY)
                 .await
         }
         Err(CallerError::InvalidToken(message)) => {
-            rejected.record(address, digest, message);
+            lookup.rejected(message);
             app.store
                 .record_rejected(&source, &digest, rejected::WINDOW)
                 .await
@@ -283,6 +329,37 @@ mod tests {
         assert!(!both("127.0.0.1:8443", Some("evil.example")));
         // Neither: refused, as before.
         assert!(hosts.check(&uri, &http::HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn the_address_a_connection_came_in_on_is_ours_where_asked() {
+        let hosts = super::AllowedHosts::new(&["0.0.0.0".parse().unwrap()], &[]);
+        let uri: http::Uri = "/readyz".parse().unwrap();
+        let check = |host: &str, origin: Option<&str>, local: Option<&str>| {
+            let mut h = http::HeaderMap::new();
+            h.insert("host", host.parse().unwrap());
+            if let Some(o) = origin {
+                h.insert("origin", o.parse().unwrap());
+            }
+            let local = local.map(|l| l.parse().unwrap());
+            hosts.check_arrived(&uri, &h, local).is_ok()
+        };
+        // A kubelet probe: Host is the pod's address, the one the connection came in on.
+        assert!(check("10.1.2.4:8443", None, Some("10.1.2.4")));
+        assert!(check("10.1.2.4:8443", None, Some("::ffff:10.1.2.4")));
+        assert!(check("[fd00::4]:8443", None, Some("fd00::4")));
+        assert!(
+            !check("10.1.2.4:8443", None, None),
+            "not without the local address"
+        );
+        assert!(!check("10.1.2.5:8443", None, Some("10.1.2.4")));
+        assert!(!check("evil.example:8443", None, Some("10.1.2.4")));
+        assert!(!check(
+            "10.1.2.4:8443",
+            Some("http://evil.example"),
+            Some("10.1.2.4")
+        ));
+        assert!(check("127.0.0.1:8443", None, Some("10.1.2.4")));
     }
 
     #[test]

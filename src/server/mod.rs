@@ -267,7 +267,7 @@ impl Router {
         request: http::Request<http_body_util::Full<bytes::Bytes>>,
         peer: std::net::IpAddr,
     ) -> http::Response<routes::Body> {
-        routes::handle(self.app.clone(), &self.endpoint, request, peer).await
+        routes::handle(self.app.clone(), &self.endpoint, request, peer, None).await
     }
 }
 

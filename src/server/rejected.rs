@@ -9,6 +9,12 @@
 //! - After `MaxRejectedTokens` distinct rejected tokens from one address within [`WINDOW`],
 //!   tokens from there that Zabbix has not accepted lately are refused without asking
 //!   Zabbix until the window has passed.
+//! - Lookups under way count too: a token not accepted lately takes room in its address's
+//!   `MaxRejectedTokens` before Zabbix is asked ([`RejectedTokens::reserve`]), gives it
+//!   back when Zabbix accepts it, and keeps it as a rejection when Zabbix rejects it.
+//!   Counting only answers let a client send hundreds of tokens at once, all asked before
+//!   the first rejection was counted. Concurrent requests with one token share its room
+//!   (the identity cache asks Zabbix once for all of them).
 //! - Tokens Zabbix accepted in the last [`ACCEPTED_MEMORY`] (from any address) are spared:
 //!   the identity cache forgets a token after a minute, far sooner than a lockout ends, so
 //!   without this the clients already let in from a shared address would be locked out by
@@ -17,11 +23,13 @@
 //!   kept, never a token.
 //!
 //! With `SharedStore=redis://…` the replicas also share the count and the accepted tokens
-//! (`store::Store::lockout`): this count is asked first, then the shared one.
+//! (`store::Store::lockout`): this count is asked first, then the shared one. Lookups under
+//! way are counted per replica only: the shared count holds answers.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use moka::sync::Cache;
@@ -38,6 +46,9 @@ pub(crate) const ACCEPTED_MEMORY: Duration = Duration::from_secs(24 * 60 * 60);
 /// guessing cannot fill it; beyond it, the least used are dropped (and a lockout refuses
 /// them like unknown tokens until Zabbix accepts them again).
 const ACCEPTED_CAPACITY: u64 = 100_000;
+/// `Retry-After` while an address's room is taken by lookups under way rather than used up
+/// by rejections: a lookup ends within `Timeout`, often far sooner.
+pub(crate) const BUSY_RETRY: Duration = Duration::from_secs(1);
 
 /// The rejections of each address in its current window, the tokens rejected, and the
 /// tokens accepted.
@@ -51,6 +62,34 @@ pub(crate) struct RejectedTokens {
     window: Duration,
     /// Lookups refused without asking Zabbix (read by `/metrics`).
     refused: AtomicU64,
+    /// Lookups under way that take room: per source, the tokens being looked up and how
+    /// many requests wait for each. Only requests under way are in it, so it stays small.
+    /// Read and changed together with `by_address` under this lock (never held across an
+    /// await), so that rejections plus lookups never exceed `max`.
+    pending: Mutex<HashMap<Source, HashMap<[u8; 32], usize>>>,
+}
+
+/// Why a token is not to be looked up now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The address's rejections used up `MaxRejectedTokens`: for this long (whole seconds,
+    /// at least one), until its window ends.
+    LockedOut(Duration),
+    /// Its rejections and the lookups under way fill `MaxRejectedTokens`: until a lookup
+    /// ends ([`BUSY_RETRY`]).
+    Busy,
+}
+
+/// A lookup let through by [`RejectedTokens::reserve`]. Unless the token is one Zabbix
+/// accepted lately, it holds room in its source's `MaxRejectedTokens` until dropped (Zabbix
+/// accepted the token, or gave no verdict, or the request went away) or turned into a
+/// rejection ([`Lookup::rejected`]).
+#[must_use = "the room is given back when the lookup is dropped"]
+pub(crate) struct Lookup<'a> {
+    tokens: &'a RejectedTokens,
+    address: IpAddr,
+    digest: [u8; 32],
+    holds: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -83,6 +122,7 @@ impl RejectedTokens {
             max,
             window,
             refused: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
         }
     }
 
@@ -91,11 +131,16 @@ impl RejectedTokens {
         self.max
     }
 
-    /// `Err(wait)` while `address` has used up its rejections and the token with this
-    /// digest is not one Zabbix accepted lately: it is not to be looked up for `wait`
-    /// (whole seconds, at least one).
-    pub(crate) fn check(&self, address: IpAddr, digest: &[u8; 32]) -> Result<(), Duration> {
-        self.check_at(address, digest, Instant::now())
+    /// Lets a lookup of the token with this digest from `address` go to Zabbix, or says
+    /// why not: its rejections in the window and the lookups under way, this one included,
+    /// may not exceed `max`. A token Zabbix accepted lately is let through without taking
+    /// room; one already being looked up from this source shares that lookup's room.
+    pub(crate) fn reserve(
+        &self,
+        address: IpAddr,
+        digest: &[u8; 32],
+    ) -> Result<Lookup<'_>, Refused> {
+        self.reserve_at(address, digest, Instant::now())
     }
 
     /// Remembers (again, for [`ACCEPTED_MEMORY`] from now) that Zabbix accepted the token
@@ -113,7 +158,7 @@ impl RejectedTokens {
     /// Remembers a token Zabbix rejected (`message`: its words) and counts it for
     /// `address` unless it was already remembered. A token once accepted is spared no
     /// more: Zabbix no longer takes it.
-    pub(crate) fn record(&self, address: IpAddr, digest: [u8; 32], message: &str) {
+    fn record(&self, address: IpAddr, digest: [u8; 32], message: &str) {
         self.accepted.invalidate(&digest);
         let fresh = self
             .tokens
@@ -125,20 +170,85 @@ impl RejectedTokens {
         }
     }
 
-    fn check_at(&self, address: IpAddr, digest: &[u8; 32], now: Instant) -> Result<(), Duration> {
-        let Some(failures) = self.by_address.get(&Source::of(address)) else {
-            return Ok(());
+    fn reserve_at(
+        &self,
+        address: IpAddr,
+        digest: &[u8; 32],
+        now: Instant,
+    ) -> Result<Lookup<'_>, Refused> {
+        let lookup = |holds| Lookup {
+            tokens: self,
+            address,
+            digest: *digest,
+            holds,
         };
-        let elapsed = now.saturating_duration_since(failures.since);
-        if failures.count < self.max || elapsed >= self.window {
-            return Ok(());
-        }
-        // Asked only of a locked-out address: the common path costs nothing more.
+        // No guess: the clients already let in from a shared address keep working.
         if self.accepted.contains_key(digest) {
-            return Ok(());
+            return Ok(lookup(false));
         }
+        let source = Source::of(address);
+        let mut pending = self.pending();
+        let (rejected, left) = match self.by_address.get(&source) {
+            Some(failures) => match self
+                .window
+                .checked_sub(now.saturating_duration_since(failures.since))
+            {
+                Some(left) if !left.is_zero() => (failures.count, left),
+                _ => (0, Duration::ZERO),
+            },
+            None => (0, Duration::ZERO),
+        };
+        let tokens = pending.entry(source).or_default();
+        if let Some(waiting) = tokens.get_mut(digest) {
+            *waiting += 1;
+            return Ok(lookup(true));
+        }
+        if rejected.saturating_add(tokens.len()) < self.max {
+            tokens.insert(*digest, 1);
+            return Ok(lookup(true));
+        }
+        if tokens.is_empty() {
+            pending.remove(&source);
+        }
+        drop(pending);
         self.refused.fetch_add(1, Ordering::Relaxed);
-        Err(whole_seconds(self.window - elapsed))
+        Err(if rejected >= self.max {
+            Refused::LockedOut(whole_seconds(left))
+        } else {
+            Refused::Busy
+        })
+    }
+
+    fn pending(&self) -> MutexGuard<'_, HashMap<Source, HashMap<[u8; 32], usize>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Gives back the room one request's lookup of `digest` held.
+    fn release(
+        pending: &mut HashMap<Source, HashMap<[u8; 32], usize>>,
+        source: Source,
+        digest: &[u8; 32],
+    ) {
+        let Some(tokens) = pending.get_mut(&source) else {
+            return;
+        };
+        if let Some(waiting) = tokens.get_mut(digest) {
+            *waiting = waiting.saturating_sub(1);
+            if *waiting == 0 {
+                tokens.remove(digest);
+            }
+        }
+        if tokens.is_empty() {
+            pending.remove(&source);
+        }
+    }
+
+    /// Lookups under way that hold room for `address`'s source (distinct tokens).
+    #[cfg(test)]
+    fn pending_for(&self, address: IpAddr) -> usize {
+        self.pending()
+            .get(&Source::of(address))
+            .map_or(0, HashMap::len)
     }
 
     fn record_at(&self, address: IpAddr, now: Instant) {
@@ -181,6 +291,29 @@ pub(crate) fn whole_seconds(left: Duration) -> Duration {
     Duration::from_secs(seconds.max(1))
 }
 
+impl Lookup<'_> {
+    /// Zabbix rejected the token (`message`: its words): remembered and counted as
+    /// [`RejectedTokens::record`] does, and the room this lookup held becomes that
+    /// rejection, at once, so that no other lookup slips in between.
+    pub(crate) fn rejected(mut self, message: &str) {
+        let mut pending = self.tokens.pending();
+        self.tokens.record(self.address, self.digest, message);
+        if self.holds {
+            self.holds = false;
+            RejectedTokens::release(&mut pending, Source::of(self.address), &self.digest);
+        }
+    }
+}
+
+impl Drop for Lookup<'_> {
+    fn drop(&mut self) {
+        if self.holds {
+            let mut pending = self.tokens.pending();
+            RejectedTokens::release(&mut pending, Source::of(self.address), &self.digest);
+        }
+    }
+}
+
 impl Source {
     fn of(address: IpAddr) -> Source {
         match address {
@@ -197,134 +330,5 @@ impl Source {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::net::IpAddr;
-    use std::time::{Duration, Instant};
-
-    use super::{ACCEPTED_MEMORY, RejectedTokens};
-
-    /// The digest of a token Zabbix has not accepted.
-    const UNKNOWN: [u8; 32] = [0; 32];
-
-    fn ip(text: &str) -> IpAddr {
-        text.parse().expect("an address")
-    }
-
-    fn tokens(max: usize) -> RejectedTokens {
-        RejectedTokens::new(max, Duration::from_secs(60), ACCEPTED_MEMORY)
-    }
-
-    #[test]
-    fn an_address_waits_after_its_rejections_and_others_do_not() {
-        let rejected = tokens(3);
-        for _ in 0..3 {
-            assert!(rejected.check(ip("10.0.0.1"), &UNKNOWN).is_ok());
-            rejected.record_at(ip("10.0.0.1"), Instant::now());
-        }
-        let wait = rejected
-            .check(ip("10.0.0.1"), &UNKNOWN)
-            .expect_err("used up");
-        assert!(
-            wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
-            "{wait:?}"
-        );
-        assert!(rejected.check(ip("10.0.0.2"), &UNKNOWN).is_ok());
-        assert_eq!(rejected.refused(), 1);
-    }
-
-    #[test]
-    fn a_token_sent_again_is_remembered_not_counted_again() {
-        let rejected = tokens(2);
-        assert!(rejected.rejection(&[1; 32]).is_none());
-        for _ in 0..5 {
-            rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
-        }
-        assert_eq!(
-            rejected.rejection(&[1; 32]).as_deref(),
-            Some("Not authorized.")
-        );
-        assert!(
-            rejected.check(ip("10.0.0.1"), &UNKNOWN).is_ok(),
-            "one token, counted once"
-        );
-        rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
-        assert!(
-            rejected.check(ip("10.0.0.1"), &UNKNOWN).is_err(),
-            "two distinct tokens"
-        );
-    }
-
-    #[test]
-    fn the_window_ends() {
-        let rejected = tokens(2);
-        let start = Instant::now();
-        rejected.record_at(ip("10.0.0.1"), start);
-        rejected.record_at(ip("10.0.0.1"), start + Duration::from_secs(10));
-        let later = start + Duration::from_millis(59_500);
-        assert_eq!(
-            rejected.check_at(ip("10.0.0.1"), &UNKNOWN, later),
-            Err(Duration::from_secs(1))
-        );
-        let after = start + Duration::from_secs(60);
-        assert!(rejected.check_at(ip("10.0.0.1"), &UNKNOWN, after).is_ok());
-        // A rejection after the window starts a new one.
-        rejected.record_at(ip("10.0.0.1"), after);
-        assert!(rejected.check_at(ip("10.0.0.1"), &UNKNOWN, after).is_ok());
-    }
-
-    #[test]
-    fn an_ipv6_slash_64_counts_as_one_and_mapped_ipv4_as_its_ipv4() {
-        let rejected = tokens(2);
-        rejected.record_at(ip("2001:db8:1:2::1"), Instant::now());
-        rejected.record_at(ip("2001:db8:1:2:ffff::7"), Instant::now());
-        assert!(rejected.check(ip("2001:db8:1:2::99"), &UNKNOWN).is_err());
-        assert!(rejected.check(ip("2001:db8:1:3::1"), &UNKNOWN).is_ok());
-        rejected.record_at(ip("::ffff:10.0.0.9"), Instant::now());
-        rejected.record_at(ip("10.0.0.9"), Instant::now());
-        assert!(rejected.check(ip("10.0.0.9"), &UNKNOWN).is_err());
-    }
-
-    #[test]
-    fn a_token_accepted_before_is_spared_a_lockout_and_others_are_not() {
-        let rejected = tokens(2);
-        let known = [7; 32];
-        rejected.accept(known);
-        rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
-        rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
-        assert!(rejected.check(ip("10.0.0.1"), &UNKNOWN).is_err());
-        assert!(rejected.check(ip("10.0.0.1"), &[8; 32]).is_err());
-        // Spared from the same address and from its IPv6 form, as often as it comes.
-        for _ in 0..3 {
-            assert!(rejected.check(ip("10.0.0.1"), &known).is_ok());
-        }
-        assert!(rejected.check(ip("::ffff:10.0.0.1"), &known).is_ok());
-        assert_eq!(
-            rejected.refused(),
-            2,
-            "a spared token is not counted as refused"
-        );
-    }
-
-    #[test]
-    fn a_token_rejected_after_its_acceptance_is_spared_no_more() {
-        let rejected = tokens(2);
-        let revoked = [7; 32];
-        rejected.accept(revoked);
-        // Revoked in Zabbix since: its next lookup is rejected, from anywhere.
-        rejected.record(ip("10.0.0.2"), revoked, "Not authorized.");
-        rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
-        rejected.record(ip("10.0.0.1"), [2; 32], "Not authorized.");
-        assert!(rejected.check(ip("10.0.0.1"), &revoked).is_err());
-        // Accepted again (a token Zabbix takes once more) is spared again.
-        rejected.accept(revoked);
-        assert!(rejected.check(ip("10.0.0.1"), &revoked).is_ok());
-    }
-
-    #[test]
-    fn the_memory_of_accepted_tokens_ends() {
-        let rejected = RejectedTokens::new(1, Duration::from_secs(60), Duration::ZERO);
-        rejected.accept([7; 32]);
-        rejected.record(ip("10.0.0.1"), [1; 32], "Not authorized.");
-        assert!(rejected.check(ip("10.0.0.1"), &[7; 32]).is_err());
-    }
-}
+#[path = "rejected_tests.rs"]
+mod tests;

@@ -113,12 +113,14 @@ impl McpEndpoint {
 }
 
 /// Answers one request. Generic over the body so the router can be driven without a
-/// socket (fuzzing); hyper hands it `Incoming`.
+/// socket (fuzzing); hyper hands it `Incoming`. `local`: the address the connection came
+/// in on, if known.
 pub async fn handle<B>(
     app: Arc<App>,
     mcp: &McpEndpoint,
     request: Request<B>,
     peer: IpAddr,
+    local: Option<IpAddr>,
 ) -> Response<Body>
 where
     B: HttpBody<Data = Bytes>,
@@ -126,11 +128,6 @@ where
 {
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
-        (&Method::GET, "/readyz") => readiness(&app, &mcp.readiness).await,
-        // Behind AllowedIP, checked at accept like every request on this listener.
-        (&Method::GET, "/metrics") if app.config.status_listener.is_none() => {
-            crate::server::status::metrics(&app, mcp).await
-        }
         (_, "/mcp") => {
             let mut request = detach_head(request);
             // Host/Origin first: a rebinding page must not even learn whether a token works.
@@ -175,8 +172,33 @@ where
                 Err(error) => refused(&error),
             }
         }
-        _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
+        _ => {
+            if let Err(error) = status_host(mcp, &request, local) {
+                return refused(&error);
+            }
+            match (request.method(), request.uri().path()) {
+                (&Method::GET, "/readyz") => readiness(&app, &mcp.readiness).await,
+                // Behind AllowedIP, checked at accept like every request on this listener.
+                (&Method::GET, "/metrics") if app.config.status_listener.is_none() => {
+                    crate::server::status::metrics(&app, mcp).await
+                }
+                _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
+            }
+        }
     }
+}
+
+/// Host/Origin of a request to a route other than `/mcp` and `/healthz`: `/readyz` and
+/// `/metrics` tell how the sidecar runs, and a DNS-rebinding page would read them from a
+/// browser on an allowed address. Also the address the connection came in on, which is
+/// what probes and scrapers name; `/healthz` stays open to any probe and says nothing.
+pub(crate) fn status_host<B>(
+    mcp: &McpEndpoint,
+    request: &Request<B>,
+    local: Option<IpAddr>,
+) -> Result<(), GuardError> {
+    mcp.hosts
+        .check_arrived(request.uri(), request.headers(), local)
 }
 
 /// A request in the stateful mode, as its session (or its lack of one) admits it; `Err`
@@ -319,7 +341,7 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
 }
 
 /// A request refused before MCP, answered as `mcp::errors::refusal` says.
-fn refused(error: &GuardError) -> Response<Body> {
+pub(crate) fn refused(error: &GuardError) -> Response<Body> {
     let refusal = errors::refusal(error);
     let reason = crate::display::escape_text(&error.to_string());
     if refusal.status == StatusCode::FORBIDDEN {
@@ -331,7 +353,7 @@ fn refused(error: &GuardError) -> Response<Body> {
     }
     let mut response = json_response(
         refusal.status,
-        &json!({"error": refusal.code, "message": error.to_string()}),
+        &json!({"error": refusal.code, "message": errors::refusal_message(error)}),
     );
     if let Some(challenge) = refusal.challenge {
         response

@@ -83,9 +83,12 @@ async fn accept_loop(
         };
         let (app, endpoint) = (app.clone(), endpoint.clone());
         let header_timeout = app.config.limits.header;
+        let local = stream.local_addr().ok().map(|addr| addr.ip());
         let service = service_fn(move |request| {
             let (app, endpoint) = (app.clone(), endpoint.clone());
-            async move { Ok::<_, std::convert::Infallible>(handle(&app, &endpoint, &request).await) }
+            async move {
+                Ok::<_, std::convert::Infallible>(handle(&app, &endpoint, &request, local).await)
+            }
         });
         tokio::spawn(async move {
             let mut builder = Builder::new(TokioExecutor::new());
@@ -106,11 +109,24 @@ async fn accept_loop(
     }
 }
 
-/// One request on the status listener.
-async fn handle<B>(app: &App, endpoint: &McpEndpoint, request: &Request<B>) -> Response<Body> {
-    match (request.method(), request.uri().path()) {
+/// One request on the status listener (`local`: the address it came in on). Host/Origin
+/// are checked as on the MCP listener: no `AllowedIP` guards this one, and a browser that
+/// reaches it could be a DNS-rebinding page's.
+async fn handle<B>(
+    app: &App,
+    endpoint: &McpEndpoint,
+    request: &Request<B>,
+    local: Option<std::net::IpAddr>,
+) -> Response<Body> {
+    let path = request.uri().path();
+    if request.method() == Method::GET && path == "/healthz" {
+        return json_response(StatusCode::OK, &json!({"status": "ok"}));
+    }
+    if let Err(error) = routes::status_host(endpoint, request, local) {
+        return routes::refused(&error);
+    }
+    match (request.method(), path) {
         (&Method::GET, "/metrics") => metrics(app, endpoint).await,
-        (&Method::GET, "/healthz") => json_response(StatusCode::OK, &json!({"status": "ok"})),
         (&Method::GET, "/readyz") => routes::readiness(app, &endpoint.readiness).await,
         _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
     }

@@ -62,13 +62,30 @@ pub enum CallerError {
     Upstream(ZabbixError),
     /// The owner is known but their user groups are not: policies that restrict by group
     /// would see a member of no group, so the identity is refused as a whole.
-    #[error(
-        "the caller's identity is incomplete: the user groups of the token's owner could not be read with usergroup.get ({0}); allow usergroup.get in the user's role"
-    )]
+    #[error("{}", groups_unavailable(&.0.to_string()))]
     GroupsUnavailable(ZabbixError),
     /// An answer that lacks a field the identity needs.
     #[error("the caller's identity is incomplete: {method} answered without a valid {field}")]
     Incomplete { method: Method, field: &'static str },
+}
+
+impl CallerError {
+    /// What the caller of a request refused with this error is told: its text, with a
+    /// Zabbix failure as [`ZabbixError::public_text`] words it (the request's identity is
+    /// not established; the log has the whole text).
+    pub fn public_text(&self) -> String {
+        match self {
+            CallerError::Upstream(error) => error.public_text(),
+            CallerError::GroupsUnavailable(error) => groups_unavailable(&error.public_text()),
+            CallerError::InvalidToken(_) | CallerError::Incomplete { .. } => self.to_string(),
+        }
+    }
+}
+
+fn groups_unavailable(reason: &str) -> String {
+    format!(
+        "the caller's identity is incomplete: the user groups of the token's owner could not be read with usergroup.get ({reason}); allow usergroup.get in the user's role"
+    )
 }
 
 /// Resolves tokens to identities, with a bounded, short-lived cache.

@@ -50,6 +50,29 @@ pub enum ZabbixError {
 }
 
 impl ZabbixError {
+    /// What a caller not yet authenticated is told: the kind of failure, without the words
+    /// that describe the sidecar's surroundings (a connection error names Zabbix's address,
+    /// a URL error the URL, a TLS or HTTP library its own findings). The whole text goes to
+    /// the process log. Zabbix's own answers (`Api`), and failures that name only a limit,
+    /// are told as they are.
+    pub fn public_text(&self) -> String {
+        match self {
+            ZabbixError::Unavailable(_) => "cannot reach the Zabbix API".to_owned(),
+            ZabbixError::AnswerLost(_) => {
+                "the request reached the Zabbix API, but its answer was lost".to_owned()
+            }
+            ZabbixError::BadResponse(_) => "the Zabbix API sent an invalid response".to_owned(),
+            ZabbixError::Request(_) => "cannot build the request to the Zabbix API".to_owned(),
+            ZabbixError::BadUrl { .. } => "invalid Zabbix API URL".to_owned(),
+            ZabbixError::Tls(_) => "TLS setup for the Zabbix connection failed".to_owned(),
+            ZabbixError::Api { .. }
+            | ZabbixError::Timeout(_)
+            | ZabbixError::Overloaded { .. }
+            | ZabbixError::ResponseTooLarge(_)
+            | ZabbixError::HttpStatus(_) => self.to_string(),
+        }
+    }
+
     /// Whether the request may have been carried out although no result came back: it was
     /// sent, and what came back (or nothing) says neither yes nor no. For a write that
     /// means it may have been applied.

@@ -21,8 +21,11 @@ pub struct Stub {
     pub group_calls: Arc<AtomicUsize>,
     /// While set, `user.checkAuthentication` answers this JSON-RPC error object.
     pub auth_error: Arc<Mutex<Option<Value>>>,
-    /// `user.checkAuthentication` calls answered so far.
+    /// `user.checkAuthentication` calls received so far (counted as they come).
     pub auth_calls: Arc<AtomicUsize>,
+    /// While true, `user.checkAuthentication` calls wait to be answered until it is false:
+    /// lookups that overlap, whatever the machine's speed.
+    pub auth_held: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// Starts a stub that answers data methods after `delay`; returns its API URL.
@@ -64,6 +67,7 @@ async fn start_full(
     let group_calls = stub.group_calls.clone();
     let auth_error = stub.auth_error.clone();
     let auth_calls = stub.auth_calls.clone();
+    let auth_held = stub.auth_held.clone();
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -74,6 +78,7 @@ async fn start_full(
             let group_calls = group_calls.clone();
             let auth_error = auth_error.clone();
             let auth_calls = auth_calls.clone();
+            let auth_held = auth_held.clone();
             let answer = result.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
@@ -82,6 +87,7 @@ async fn start_full(
                     let group_calls = group_calls.clone();
                     let auth_error = auth_error.clone();
                     let auth_calls = auth_calls.clone();
+                    let auth_held = auth_held.clone();
                     let answer = answer.clone();
                     async move {
                         let body = req.into_body().collect().await.unwrap().to_bytes();
@@ -90,6 +96,7 @@ async fn start_full(
                             "apiinfo.version" => json!("7.0.22"),
                             "user.checkAuthentication" => {
                                 auth_calls.fetch_add(1, Ordering::SeqCst);
+                                let _ = auth_held.subscribe().wait_for(|held| !held).await;
                                 let failing = auth_error.lock().unwrap().clone();
                                 if let Some(error) = failing {
                                     let answer = json!({"jsonrpc": "2.0", "error": error, "id": request["id"]});
