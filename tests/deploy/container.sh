@@ -35,6 +35,17 @@ for form in "$entrypoint" "$cmd"; do
     || fail "ENTRYPOINT/CMD not in exec (JSON) form: $form"
 done
 [[ "$user" =~ ^[1-9][0-9]*:[0-9]+$ ]] || fail "USER is not a numeric non-root uid:gid: $user"
+# The build image's Rust is one every dependency builds with: the highest rust-version of
+# the locked dependencies (1.88 was below parking_lot 0.13's 1.95: no image could build).
+image_rust=$(sed -n 's#^FROM docker.io/library/rust:\([0-9.]*\)-.* AS build#\1#p' "$DOCKERFILE")
+[ -n "$image_rust" ] || fail "the build stage is not a versioned docker.io/library/rust image"
+cargo metadata --format-version 1 | python3 -c '
+import json, sys
+image = tuple(int(x) for x in sys.argv[1].split("."))
+need = max((tuple(int(x) for x in p["rust_version"].split(".")), p["name"])
+           for p in json.load(sys.stdin)["packages"] if p.get("rust_version"))
+assert image >= need[0][:len(image)], f"rust:{sys.argv[1]} is older than {need[1]} needs ({need[0]})"
+' "$image_rust" || fail "the build image's Rust is too old for the dependencies"
 # The build stage's own build: the profile-guided one (rustup's llvm-tools there; here
 # the lab script installs Debian's llvm-N for rustc's LLVM).
 build_cmd=$(awk '/^FROM /{n++} n==1' "$DOCKERFILE" | sed -n 's#^RUN \(scripts/pgo/build.sh\).*#\1#p')
