@@ -112,7 +112,8 @@ pub struct ResourceInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Targets {
     /// Hosts: those named by `hostids`, those of the events in `eventids`, those of the
-    /// maintenances in `maintenanceid(s)`; each with all of its host groups.
+    /// maintenances in `maintenanceid(s)`; each with its host groups the caller can read
+    /// (Zabbix leaves out the others: policies must allow by group, not deny by group).
     pub hosts: Vec<TargetHost>,
     /// Host groups named by `groupids` and those of the maintenances in `maintenanceid(s)`.
     pub groups: Vec<TargetGroup>,
