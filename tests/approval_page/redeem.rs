@@ -138,12 +138,17 @@ async fn approved_but_not_redeemed_in_time_is_asked_anew() {
     car.guard.stop().await;
 }
 
-/// What is sent after a yes is the request this retry builds, the one the person was
-/// shown, from a record signed with `ApprovalSealKey`: anyone who can write to Redis and
-/// rewrites the approved record's body and digest (behind its signature, which they cannot
-/// make anew) cannot change it. The retry is refused as our own failure; nothing is sent.
-#[tokio::test]
-async fn a_store_that_lies_cannot_change_what_is_sent() {
+/// A write waiting on the page of a sidecar sharing the lab's Redis, asked by the agent.
+struct OnRedis {
+    recorder: recorder::Recorder,
+    car: support::Sidecar,
+    agent: common::Client,
+    event: String,
+    args: Value,
+    id: String,
+}
+
+async fn asked_on_redis(message: &str) -> OnRedis {
     let lab = common::lab(7);
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let car = sidecar(Setup {
@@ -153,14 +158,46 @@ async fn a_store_that_lies_cannot_change_what_is_sent() {
     .await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = support::open_event(&lab, &car.guard).await;
-    let shown = format!("as shown {}", uuid::Uuid::new_v4().simple());
-    let args = ack_args(&event, &shown);
+    let args = ack_args(
+        &event,
+        &format!("{message} {}", uuid::Uuid::new_v4().simple()),
+    );
     let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
-    let admin = PageClient::new(&car.page);
-    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
-    assert_eq!(admin.decide(&id, "approve").await.status, 200);
+    OnRedis {
+        recorder,
+        car,
+        agent,
+        event,
+        args,
+        id,
+    }
+}
 
-    let text = redis_field(&id, "record").await;
+impl OnRedis {
+    /// The retry is refused as our own failure, and nothing reached Zabbix.
+    async fn refused_and_nothing_sent(&self) {
+        let refused = common::tool_error(&self.agent, TOOL, self.args.clone()).await;
+        assert_eq!(refused["code"], "internal_error", "{refused}");
+        assert_eq!(
+            acks(&self.recorder, &self.event),
+            0,
+            "nothing reached Zabbix"
+        );
+    }
+}
+
+/// What is sent after a yes is the request this retry builds, the one the person was
+/// shown, from a record signed with `ApprovalSealKey`: anyone who can write to Redis and
+/// rewrites the approved record's body and digest (behind its signature, which they cannot
+/// make anew) cannot change it. The retry is refused as our own failure; nothing is sent.
+#[tokio::test]
+async fn a_store_that_lies_cannot_change_what_is_sent() {
+    let asked = asked_on_redis("as shown").await;
+    let admin = PageClient::new(&asked.car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(admin.decide(&asked.id, "approve").await.status, 200);
+
+    let text = redis_field(&asked.id, "record").await;
     let (tag, json) = text.split_at(64);
     let mut record: Value = serde_json::from_str(json).unwrap();
     let body = record["body"]
@@ -169,12 +206,10 @@ async fn a_store_that_lies_cannot_change_what_is_sent() {
         .replace("as shown", "NOT as shown");
     record["sha256"] = Value::from(hex::encode(sha2::Sha256::digest(body.as_bytes())));
     record["body"] = Value::from(body);
-    set_redis_field(&id, "record", &format!("{tag}{record}")).await;
+    set_redis_field(&asked.id, "record", &format!("{tag}{record}")).await;
 
-    let refused = common::tool_error(&agent, TOOL, args).await;
-    assert_eq!(refused["code"], "internal_error", "{refused}");
-    assert_eq!(acks(&recorder, &event), 0, "nothing reached Zabbix");
-    car.guard.stop().await;
+    asked.refused_and_nothing_sent().await;
+    asked.car.guard.stop().await;
 }
 
 /// Nobody decided, but Redis says approved: written by whoever can reach Redis, the status
@@ -182,38 +217,20 @@ async fn a_store_that_lies_cannot_change_what_is_sent() {
 /// page does not list what it cannot read.
 #[tokio::test]
 async fn an_approval_written_into_redis_approves_nothing() {
-    let lab = common::lab(7);
-    let (proxy, recorder) = recorder::start(&lab.url).await;
-    let car = sidecar(Setup {
-        shared_store: Some(common::redis_url()),
-        ..Setup::page(&proxy)
-    })
-    .await;
-    let agent = common::client(&car.guard, &lab.token_operator).await;
-    let event = support::open_event(&lab, &car.guard).await;
-    let args = ack_args(&event, &format!("forged {}", uuid::Uuid::new_v4().simple()));
-    let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
-
-    let at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let approved =
-        serde_json::json!({"state": "approved", "userid": "1", "username": "Admin", "at": at});
+    let asked = asked_on_redis("forged").await;
+    let approved = serde_json::json!({"state": "approved", "userid": "1", "username": "Admin", "at": unix_now()});
     // In the stored form (a tag, then the JSON), under a tag made up.
     let forged = format!("{}{approved}", "0".repeat(64));
-    set_redis_field(&id, "status", &forged).await;
-    set_redis_field(&id, "state", "approved").await;
+    set_redis_field(&asked.id, "status", &forged).await;
+    set_redis_field(&asked.id, "state", "approved").await;
 
-    let refused = common::tool_error(&agent, TOOL, args).await;
-    assert_eq!(refused["code"], "internal_error", "{refused}");
-    assert_eq!(acks(&recorder, &event), 0, "nothing reached Zabbix");
-    let admin = PageClient::new(&car.page);
+    asked.refused_and_nothing_sent().await;
+    let admin = PageClient::new(&asked.car.page);
     assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
     let listing = admin.get("/approvals").await;
     assert_eq!(listing.status, 200);
-    assert!(!listing.body.contains(&id), "{}", listing.body);
-    car.guard.stop().await;
+    assert!(!listing.body.contains(&asked.id), "{}", listing.body);
+    asked.car.guard.stop().await;
 }
 
 async fn redis() -> redis::aio::MultiplexedConnection {
