@@ -227,7 +227,7 @@ async fn look_up(
     };
     // Room is taken before Zabbix is asked and held until it answers: requests sent at
     // once are counted as they come, not as their answers do.
-    let lookup = rejected
+    let mut lookup = rejected
         .reserve(address, &digest)
         .map_err(|refused| match refused {
             Refused::LockedOut(wait) => too_many(wait),
@@ -244,13 +244,14 @@ async fn look_up(
         rejected.count_refused();
         return Err(too_many(rejected::whole_seconds(left)));
     }
+    lookup.asking();
     let result = app.callers.resolve(&app.zabbix, token).await;
     // Once per token per identity-cache lifetime: this path runs only on a miss. A shared
     // record that fails is logged, not the caller's failure: its answer is already known.
     let shared = match &result {
         Ok(_) => {
             rejected.accept(digest);
-            drop(lookup);
+            lookup.answered();
             app.store
                 .record_accepted(&digest, rejected::ACCEPTED_MEMORY)
                 .await
@@ -262,7 +263,10 @@ async fn look_up(
                 .await
         }
         // Zabbix did not say either way: nothing is learnt about the token.
-        Err(_) => Ok(()),
+        Err(_) => {
+            lookup.answered();
+            Ok(())
+        }
     };
     if let Err(error) = shared {
         tracing::warn!(%error, "rejected-token lockout not recorded in the shared store");

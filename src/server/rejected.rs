@@ -81,15 +81,20 @@ pub(crate) enum Refused {
 }
 
 /// A lookup let through by [`RejectedTokens::reserve`]. Unless the token is one Zabbix
-/// accepted lately, it holds room in its source's `MaxRejectedTokens` until dropped (Zabbix
-/// accepted the token, or gave no verdict, or the request went away) or turned into a
-/// rejection ([`Lookup::rejected`]).
+/// accepted lately, it holds room in its source's `MaxRejectedTokens` until Zabbix answers:
+/// given back ([`Lookup::answered`]: accepted, or no verdict) or turned into a rejection
+/// ([`Lookup::rejected`]). Dropped without either once Zabbix was asked (the request was
+/// cancelled: a reset stream, a closed connection) it counts as a rejection: else a client
+/// cancelling each lookup after sending it would have Zabbix check tokens without end,
+/// never counted.
 #[must_use = "the room is given back when the lookup is dropped"]
 pub(crate) struct Lookup<'a> {
     tokens: &'a RejectedTokens,
     address: IpAddr,
     digest: [u8; 32],
     holds: bool,
+    /// Zabbix was asked ([`Lookup::asking`]): dropped unanswered, it counts.
+    asked: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -181,6 +186,7 @@ impl RejectedTokens {
             address,
             digest: *digest,
             holds,
+            asked: false,
         };
         // No guess: the clients already let in from a shared address keep working.
         if self.accepted.contains_key(digest) {
@@ -305,12 +311,33 @@ impl Lookup<'_> {
     }
 }
 
-impl Drop for Lookup<'_> {
-    fn drop(&mut self) {
+impl Lookup<'_> {
+    /// Zabbix is asked now: from here on, a lookup dropped unanswered counts.
+    pub(crate) fn asking(&mut self) {
+        self.asked = true;
+    }
+
+    /// Zabbix accepted the token or gave no verdict: the room is given back.
+    pub(crate) fn answered(mut self) {
+        self.give_back(false);
+    }
+
+    fn give_back(&mut self, count_it: bool) {
         if self.holds {
+            self.holds = false;
             let mut pending = self.tokens.pending();
+            if count_it {
+                self.tokens.record_at(self.address, Instant::now());
+            }
             RejectedTokens::release(&mut pending, Source::of(self.address), &self.digest);
         }
+    }
+}
+
+impl Drop for Lookup<'_> {
+    fn drop(&mut self) {
+        // Neither answered nor rejected: abandoned (see the type), or never asked.
+        self.give_back(self.asked);
     }
 }
 

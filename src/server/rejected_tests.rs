@@ -204,6 +204,40 @@ fn a_rejected_lookup_keeps_its_room_as_a_rejection() {
     ));
 }
 
+/// A client that cancels each lookup once Zabbix is asked (an HTTP/2 reset, a closed
+/// connection) gets no verdict and would never be counted: the abandoned lookup counts as
+/// a rejection. Answered ones, and ones dropped before Zabbix was asked, do not.
+#[test]
+fn a_lookup_abandoned_while_zabbix_is_asked_counts_as_a_rejection() {
+    let rejected = tokens(2);
+    for n in 1..=2u8 {
+        let mut lookup = rejected.reserve(ip("10.0.0.1"), &[n; 32]).expect("room");
+        lookup.asking();
+        drop(lookup);
+    }
+    assert!(
+        matches!(
+            rejected.reserve(ip("10.0.0.1"), &[3; 32]),
+            Err(Refused::LockedOut(_))
+        ),
+        "two abandoned lookups use up MaxRejectedTokens=2"
+    );
+    assert_eq!(
+        rejected.rejection(&[1; 32]),
+        None,
+        "the token itself is not judged"
+    );
+
+    let other = ip("10.0.0.2");
+    for n in 1..=3u8 {
+        let mut answered = rejected.reserve(other, &[n; 32]).expect("room");
+        answered.asking();
+        answered.answered();
+        drop(rejected.reserve(other, &[n + 10; 32]).expect("room"));
+    }
+    assert!(rejected.reserve(other, &[9; 32]).is_ok(), "nothing counted");
+}
+
 #[test]
 fn a_token_accepted_lately_takes_no_room_and_is_never_crowded_out() {
     let rejected = tokens(1);
