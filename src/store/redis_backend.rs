@@ -67,14 +67,13 @@ return {ARGV[1], ARGV[2], ARGV[3], '1'}
 static TRANSITION: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-if redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then return false end
+if redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return false end
 if ARGV[6] == '1' and tonumber(redis.call('HGET', KEYS[1], 'expires_at')) <= tonumber(ARGV[4]) then
   return false
 end
-local before = redis.call('HGET', KEYS[1], 'status')
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'status', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
-return {redis.call('HGET', KEYS[1], 'record'), ARGV[3], before}
+return {redis.call('HGET', KEYS[1], 'record'), ARGV[3]}
 ",
     )
 });
@@ -112,12 +111,14 @@ impl RedisStore {
             // The crate's own bounds (1 s to connect, 500 ms for an answer) would cut
             // `Timeout` short: a slow Redis answering in 2 s is slow, not failed. Its
             // answer bound is left a second beyond ours, so ours is the one that says so.
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(self.timeout))
-                .set_response_timeout(Some(self.timeout + Duration::from_secs(1)));
             let connection = self
                 .connection
-                .get_or_try_init(|| self.client.get_connection_manager_with_config(config))
+                .get_or_try_init(|| {
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(self.timeout))
+                        .set_response_timeout(Some(self.timeout + Duration::from_secs(1)));
+                    self.client.get_connection_manager_with_config(config)
+                })
                 .await
                 .map_err(backend)?;
             op(connection.clone()).await.map_err(backend)
@@ -169,6 +170,14 @@ impl RedisStore {
     }
 
     pub(super) async fn get(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        match self.stored(id).await? {
+            Some((record, status)) => self.decode(id, &record, &status).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The record's text and its status' text as stored (signed), if it is there.
+    async fn stored(&self, id: &str) -> Result<Option<(String, String)>, StoreError> {
         let key = record_key(id);
         let (record, status): (Option<String>, Option<String>) = self
             .run(|mut c| async move {
@@ -180,10 +189,7 @@ impl RedisStore {
                     .await
             })
             .await?;
-        match (record, status) {
-            (Some(record), Some(status)) => self.decode(id, &record, &status).map(Some),
-            _ => Ok(None),
-        }
+        Ok(record.zip(status))
     }
 
     pub(super) async fn list_pending(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
@@ -222,6 +228,9 @@ impl RedisStore {
         Ok(records)
     }
 
+    /// Read first, then one script that changes the status only if it is still the very
+    /// text read and verified: the `state` field, which anyone with Redis can write, decides
+    /// nothing here.
     pub(super) async fn transition(
         &self,
         id: &str,
@@ -229,10 +238,14 @@ impl RedisStore {
         to: Status,
         now: u64,
     ) -> Result<Option<ApprovalRecord>, StoreError> {
-        let from_name = match from {
-            From::Pending => "pending",
-            From::Approved => "approved",
+        let Some((record, current)) = self.stored(id).await? else {
+            return Ok(None);
         };
+        let before = self.decode(id, &record, &current)?;
+        // Expiry as signed: the `expires_at` field the script reads is anyone's to write.
+        if !before.status.is(from) || (to != Status::Expired && before.expires_at <= now) {
+            return Ok(None);
+        }
         let to_name = to.as_str();
         let needs_time = if to == Status::Expired { "0" } else { "1" };
         let status = serde_json::to_string(&to).map_err(corrupt)?;
@@ -242,7 +255,7 @@ impl RedisStore {
                 TRANSITION
                     .key(record_key(id))
                     .key(format!("{PREFIX}pending"))
-                    .arg(from_name)
+                    .arg(&current)
                     .arg(to_name)
                     .arg(&status)
                     .arg(now)
@@ -254,17 +267,7 @@ impl RedisStore {
             .await?;
         match reply.as_deref() {
             None => Ok(None),
-            Some([record, status, before]) => {
-                // The state field only orders the scripts; the signed status it moved
-                // from must be the one asked for, or this is no transition of ours.
-                let before = self.decode(id, record, before)?;
-                if !before.status.is(from) {
-                    return Err(StoreError::Corrupt(format!(
-                        "approval {id} was marked {from_name} without being so"
-                    )));
-                }
-                self.decode(id, record, status).map(Some)
-            }
+            Some([record, status]) => self.decode(id, record, status).map(Some),
             Some(_) => Err(StoreError::Corrupt("unexpected reply to transition".into())),
         }
     }

@@ -76,6 +76,22 @@ async fn an_approval_written_around_the_sidecar_is_not_read() {
             .is_err(),
         "a forged approval must not be redeemed"
     );
+    assert_eq!(
+        field(&id, "status").await,
+        forged,
+        "nothing signed was written"
+    );
+    // The state field alone, on a genuine pending status, decides nothing either.
+    set_field(&id, "status", &signed_pending).await;
+    assert_eq!(
+        store
+            .transition(&id, From::Approved, Status::Redeemed(admin()), unix_now())
+            .await
+            .expect("readable"),
+        None,
+        "a pending approval is not redeemed, whatever `state` says"
+    );
+    assert_eq!(field(&id, "status").await, signed_pending);
 
     // Another approval's genuine yes, moved onto this one.
     let other = record(&fresh(), &fresh(), 600);
