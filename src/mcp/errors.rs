@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::ArgError;
 use crate::mcp::approval::ApprovalError;
+use crate::ratelimit::RateLimitError;
 use crate::response::ResponseError;
 use crate::server::guard::GuardError;
 use crate::server::malformed::MalformedBody;
@@ -148,11 +149,7 @@ impl ToolError {
     pub fn body(&self, decision_id: Option<&str>) -> Value {
         let mut body = Map::new();
         body.insert("code".into(), json!(self.code()));
-        let message = match self {
-            ToolError::InvalidArguments(e) => e.to_string(),
-            other => other.to_string(),
-        };
-        body.insert("message".into(), json!(message));
+        body.insert("message".into(), json!(self.public_message()));
         match self {
             ToolError::Zabbix(ZabbixError::Api {
                 code,
@@ -197,6 +194,22 @@ impl ToolError {
         CallToolResult::error(vec![ContentBlock::text(self.body(decision_id).to_string())])
     }
 
+    /// The message the agent reads: the error's own text, but never Redis' words, which
+    /// name commands, scripts and keys (the decision log and the process log keep them).
+    fn public_message(&self) -> String {
+        const STORE_FAILED: &str = "the shared store failed (its error is in the sidecar's log)";
+        match self {
+            ToolError::InvalidArguments(e) => e.to_string(),
+            ToolError::Store(StoreError::Backend(_) | StoreError::Corrupt(_)) => {
+                STORE_FAILED.to_owned()
+            }
+            ToolError::RateLimited(RateLimitError::Store(StoreError::Backend(_))) => format!(
+                "the per-caller limits could not be checked ({STORE_FAILED}); nothing was sent to Zabbix"
+            ),
+            other => other.to_string(),
+        }
+    }
+
     /// The failure of a request that is not a tool call, as a JSON-RPC error.
     pub fn into_rpc(self) -> McpError {
         let mut data = json!({ "code": self.code() });
@@ -206,9 +219,10 @@ impl ToolError {
             map.extend(extra.as_object().cloned().unwrap_or_default());
         }
         let data = Some(data);
+        let message = self.public_message();
         match self {
-            ToolError::InvalidArguments(_) => McpError::invalid_params(self.to_string(), data),
-            _ => McpError::internal_error(self.to_string(), data),
+            ToolError::InvalidArguments(_) => McpError::invalid_params(message, data),
+            _ => McpError::internal_error(message, data),
         }
     }
 }
@@ -241,6 +255,13 @@ fn zabbix_code(error: &ZabbixError) -> &'static str {
 pub fn refusal_message(error: &GuardError) -> String {
     match error {
         GuardError::Caller(caller) => caller.public_text(),
+        // Redis' errors name commands, scripts and addresses: the log keeps them.
+        GuardError::Store(StoreError::Timeout(after)) => format!(
+            "cannot check the rejected-token lockout: the shared store did not answer within {after:?}"
+        ),
+        GuardError::Store(_) => {
+            "cannot check the rejected-token lockout: the shared store failed".to_owned()
+        }
         _ => error.to_string(),
     }
 }

@@ -149,6 +149,26 @@ fn rate_limited_carries_the_retry_time() {
 /// A caller not yet authenticated learns what failed, not where Zabbix is: the address in
 /// a connection error, the URL, a library's findings stay in the log.
 #[test]
+fn refusals_before_authentication_keep_the_shared_stores_words_out() {
+    let redis =
+        "WRONGTYPE Operation against a key holding the wrong kind of value (redis 10.9.8.7:6379)";
+    let guard = GuardError::Store(crate::store::StoreError::Backend(redis.into()));
+    assert_eq!(
+        refusal_message(&guard),
+        "cannot check the rejected-token lockout: the shared store failed"
+    );
+    assert!(
+        guard.to_string().contains("WRONGTYPE"),
+        "the log keeps them"
+    );
+    let slow = GuardError::Store(crate::store::StoreError::Timeout(Duration::from_secs(3)));
+    assert_eq!(
+        refusal_message(&slow),
+        "cannot check the rejected-token lockout: the shared store did not answer within 3s"
+    );
+}
+
+#[test]
 fn refusals_before_authentication_keep_zabbix_whereabouts_out() {
     let at = "connecting to 10.9.8.7:8080: Connection refused";
     let cases = [
@@ -313,4 +333,29 @@ fn unreadable_requests_of_answered_methods_are_invalid_params() {
     let prompts = unreadable_request(&CustomRequest::new("prompts/get", Some(json!([]))));
     assert_eq!(prompts.code, ErrorCode::METHOD_NOT_FOUND);
     assert_eq!(prompts.message, "prompts/get");
+}
+
+/// An agent reads that the shared store failed, not Redis' words (a script's SHA, a key's
+/// type, an address); the logs keep them.
+#[test]
+fn tool_errors_keep_the_shared_stores_words_out() {
+    let redis = || {
+        crate::store::StoreError::Backend(
+            "WRONGTYPE Operation against a key holding the wrong kind of value: script f24a9c22"
+                .into(),
+        )
+    };
+    for error in [
+        ToolError::Store(redis()),
+        ToolError::RateLimited(crate::ratelimit::RateLimitError::Store(redis())),
+    ] {
+        assert!(error.to_string().contains("WRONGTYPE"), "the logs keep it");
+        assert_eq!(error.code(), "internal_error");
+        let body = error.body(Some("d-1"));
+        let message = body["message"].as_str().unwrap();
+        assert!(!message.contains("WRONGTYPE"), "{message}");
+        assert!(message.contains("the shared store failed"), "{message}");
+        let rpc = error.into_rpc();
+        assert!(!rpc.message.contains("WRONGTYPE"), "{}", rpc.message);
+    }
 }
