@@ -220,6 +220,12 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         0,
         "no target lookup reached Zabbix"
     );
+    let metrics = common::metrics::scrape(&guard.base).await;
+    assert_eq!(
+        metrics.get("policy_decisions_total{phase=\"call\",result=\"deny\"}"),
+        0.0,
+        "the policy was not asked, and no denial of its is counted: {metrics:?}"
+    );
     guard.stop().await;
 }
 

@@ -233,7 +233,11 @@ pub fn refused_before_decision(
         exposed_name,
         arguments.0.clone(),
     );
-    record(app, call.def, Decision::deny(error.to_string()), &input)
+    let decision = Decision::deny(error.to_string());
+    // In the decision log like any call, but neither a policy decision in the metrics nor
+    // "policy denied" in the process log: the policy was not asked.
+    app.decisions.record(&decision, &input);
+    decision
 }
 
 /// Whether the `list` phase offers this tool to the caller. A tool it hides does not exist

@@ -251,8 +251,10 @@ async fn admit_shared(
         Err(error) => {
             // Redis may still run the script after we stopped waiting (a slow Redis):
             // the lease it would take is given back right behind it, not left to lapse.
+            // Only then: a Redis that refused or failed ran nothing, and asking it again
+            // would double each call's load on it during an outage.
             let buckets: Vec<String> = admit.slots.iter().map(|(b, _)| b.clone()).collect();
-            if !buckets.is_empty() {
+            if matches!(error, StoreError::Timeout(_)) && !buckets.is_empty() {
                 release_later(store.clone(), buckets, admit.lease.clone());
             }
             return Err(error.into());
