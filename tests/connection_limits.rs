@@ -180,6 +180,20 @@ async fn a_peer_that_takes_no_answer_is_closed() {
     guard.stop().await;
 }
 
+/// A call that runs longer than `IdleTimeout` (Zabbix answering in 2 s, the timeout 1 s)
+/// is in flight, not idle: it completes on its connection.
+#[tokio::test]
+async fn a_call_longer_than_the_idle_timeout_completes() {
+    let (url, _stub) = common::stub::start(Duration::from_secs(2)).await;
+    let mut config = common::config_for(&url);
+    config.limits.idle = Duration::from_secs(1);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, "slow-zabbix").await;
+    let result = common::call(&client, "host_get", serde_json::json!({"limit": 1})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    guard.stop().await;
+}
+
 /// On HTTP/2 the `:authority` and a `Host` header both name the server: each must be
 /// allowed, so DNS-rebinding protection cannot be passed with one while the other names
 /// another server.

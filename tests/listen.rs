@@ -212,6 +212,38 @@ async fn the_wire_carries_the_acknowledgment_and_the_notification_with_their_sub
     stopping.await.expect("shutdown completes");
 }
 
+/// A listen stream quiet for longer than `IdleTimeout` is a request in flight, not an
+/// idle connection: a keep-alive connection made after it is closed for idleness while the
+/// stream still hears the next change. (Waiting on its own source, its body counts as
+/// busy; one whose data the peer does not take does not, `tests/connection_limits.rs`.)
+#[tokio::test]
+async fn a_quiet_listen_stream_outlives_the_idle_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let lab = common::lab(7);
+    let (mut config, policies) = config("listen-quiet", SessionMode::Stateless);
+    config.limits.idle = Duration::from_secs(1);
+    let guard = start_with(config).await;
+    let mut stream = Sse::new(post_listen(&guard.url, &lab.token, 9).await);
+    stream.next().await.expect("an acknowledgment");
+
+    let address = guard.base.trim_start_matches("http://").to_owned();
+    let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, idle.read_to_end(&mut seen))
+        .await
+        .expect("the idle keep-alive connection is closed")
+        .ok();
+    assert!(seen.starts_with(b"HTTP/1.1 200"), "{seen:?}");
+
+    revise(&guard, &policies, "quiet");
+    let told = stream.next().await.expect("the stream is still open");
+    assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn listen_streams_are_capped_per_token_and_in_all() {
     let lab = common::lab(7);
