@@ -150,7 +150,7 @@ async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
     assert_eq!(body["error"], "internal_error", "{body}");
     let message = body["message"].as_str().expect("message");
     assert!(
-        message.starts_with("cannot check the rejected-token lockout: shared store"),
+        message == "cannot check the rejected-token lockout: the shared store failed",
         "{message}"
     );
     // Not ready, and says why; the gauge an alert reads.

@@ -114,9 +114,12 @@ impl RedisStore {
             let connection = self
                 .connection
                 .get_or_try_init(|| {
+                    // Two quick retries, not the crate's six over 6 s: a Redis that refuses
+                    // is told to the caller at once (the next call connects anew).
                     let config = ConnectionManagerConfig::new()
                         .set_connection_timeout(Some(self.timeout))
-                        .set_response_timeout(Some(self.timeout + Duration::from_secs(1)));
+                        .set_response_timeout(Some(self.timeout + Duration::from_secs(1)))
+                        .set_number_of_retries(2);
                     self.client.get_connection_manager_with_config(config)
                 })
                 .await
