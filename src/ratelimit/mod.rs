@@ -6,7 +6,8 @@
 //! authorises and audits. A budget is identified by the caller, its kind (policy or
 //! parameter) and its value: calls the policy gives the same `calls`/`per_seconds` share
 //! one budget, calls it gives another value have a budget of their own; likewise for
-//! `concurrent`. The parameter budgets are one per caller whatever the tool.
+//! `concurrent`. The parameter budgets are one per caller whatever the tool, and
+//! `MaxConcurrent`'s slots one count per caller whatever its value (a reload changes it).
 //!
 //! Order: concurrency slots first (all or none, given back on refusal), then the policy's
 //! call budget, then `RateLimit`. A call refused by `RateLimit` has counted against the
@@ -112,9 +113,20 @@ impl SlotKey {
     pub(crate) fn new(scope: Scope, cap: NonZeroU32, caller: &str) -> SlotKey {
         SlotKey {
             bucket: scope.bucket(),
-            cap,
+            cap: counted_under(scope, cap),
             caller: caller.to_owned(),
         }
+    }
+}
+
+/// The cap a slot is counted under: the policy's own value (calls it gives another value
+/// have slots of their own), but one count per caller for `MaxConcurrent`, whatever its
+/// value, so that calls in flight under the value before a reload count against the new
+/// one (keyed by value, old and new calls both ran in full for a while).
+fn counted_under(scope: Scope, cap: NonZeroU32) -> NonZeroU32 {
+    match scope {
+        Scope::MaxConcurrent => NonZeroU32::MAX,
+        Scope::PolicyConcurrent | Scope::PolicyRate | Scope::RateLimit => cap,
     }
 }
 
@@ -360,7 +372,12 @@ fn rate_bucket(scope: Scope, rate: CallRate, caller: &str) -> String {
 }
 
 fn slot_bucket(scope: Scope, cap: NonZeroU32, caller: &str) -> String {
-    format!("{}:{cap}:{caller}", scope.bucket())
+    match scope {
+        Scope::MaxConcurrent => format!("{}:any:{caller}", scope.bucket()),
+        Scope::PolicyConcurrent | Scope::PolicyRate | Scope::RateLimit => {
+            format!("{}:{cap}:{caller}", scope.bucket())
+        }
+    }
 }
 
 fn retry_seconds(wait: Duration) -> u64 {

@@ -100,6 +100,47 @@ async fn concurrency_slots_come_back_when_calls_end() {
     assert!(l.admit("1", &applied).await.is_ok());
 }
 
+/// A reload that changes `MaxConcurrent` counts the calls already in flight against the
+/// new value: before, they held slots under the old value only, and for a while old and
+/// new calls both ran in full. Both backends.
+#[tokio::test]
+async fn calls_in_flight_count_against_a_reloaded_max_concurrent() {
+    for store in [
+        Arc::new(Store::open(None, std::time::Duration::from_secs(3), None).expect("memory")),
+        redis(),
+    ] {
+        let l = RateLimiter::new(store, None, NonZeroU32::new(3), Arc::default());
+        let caller = uuid::Uuid::new_v4().to_string();
+        let held = hold(&l, &caller, 3).await;
+        l.replace_params(None, NonZeroU32::new(4));
+        let fourth = l
+            .admit(&caller, &l.applied(None))
+            .await
+            .expect("room for one");
+        assert_eq!(
+            scope_of(l.admit(&caller, &l.applied(None)).await),
+            Some(Scope::MaxConcurrent),
+            "three from before and one now fill MaxConcurrent=4"
+        );
+        l.replace_params(None, NonZeroU32::new(2));
+        drop(fourth);
+        assert_eq!(
+            scope_of(l.admit(&caller, &l.applied(None)).await),
+            Some(Scope::MaxConcurrent),
+            "three in flight are over MaxConcurrent=2"
+        );
+        drop(held);
+    }
+}
+
+async fn hold(l: &RateLimiter, caller: &str, n: usize) -> Vec<super::Admission> {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        held.push(l.admit(caller, &l.applied(None)).await.expect("room"));
+    }
+    held
+}
+
 #[tokio::test]
 async fn equal_policy_and_parameter_caps_are_separate_slots() {
     let l = limiter(None, Some(2));
