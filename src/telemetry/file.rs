@@ -53,6 +53,10 @@ struct State {
     size: u64,
     /// When the path was last compared with the open file.
     followed: Instant,
+    /// Whether `file` is a regular file. Only one is rotated: renaming a path that names
+    /// a pipe or a device (`/dev/stdout`) would move the name, and the next record would
+    /// create a regular file in its place, which nothing reads.
+    regular: bool,
 }
 
 impl RotatingFile {
@@ -96,6 +100,7 @@ impl RotatingFile {
                 id: (meta.dev(), meta.ino()),
                 size: meta.len(),
                 followed: Instant::now(),
+                regular: meta.is_file(),
             }),
             fallback,
             open,
@@ -123,7 +128,7 @@ impl RotatingFile {
         // lands whole, alone in a fresh file; after falling back to stderr there is
         // no file left to rotate.
         let full = state.size > 0 && state.size.saturating_add(len) > self.limit;
-        if self.limit > 0 && full && state.file.is_some() {
+        if self.limit > 0 && full && state.regular && state.file.is_some() {
             self.rotate(&mut state);
         }
         let Some(file) = state.file.as_mut() else {
@@ -222,6 +227,7 @@ impl State {
         self.file = Some(file);
         self.id = (meta.dev(), meta.ino());
         self.size = meta.len();
+        self.regular = meta.is_file();
     }
 }
 

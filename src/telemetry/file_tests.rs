@@ -369,3 +369,33 @@ fn full_disk_child() {
         "{text}"
     );
 }
+
+/// A path naming no regular file (`LogFile=/dev/stdout`: a symlink to a pipe) is never
+/// rotated: the rename would move the symlink and the next record would create a regular
+/// file in its place, so the log no longer reached stdout. Before, it did so once the
+/// records written between two looks at the path passed the limit (1 MB by default).
+#[test]
+fn a_path_naming_no_regular_file_is_never_rotated() {
+    let dir = test_dir("device");
+    let path = dir.join("stdout");
+    std::os::unix::fs::symlink("/dev/null", &path).expect("symlink");
+    let capture = Capture::default();
+    // Never looks at the path again, as between two looks of a busy log.
+    let log = RotatingFile::with_parts(
+        &path,
+        50,
+        std::time::Duration::from_secs(3600),
+        capture.fallback(),
+        Box::new(open_append),
+    )
+    .expect("opens");
+    for n in 0..4 {
+        assert!(log.write_record(record(n).as_bytes()));
+    }
+    let kind = fs::symlink_metadata(&path)
+        .expect("still there")
+        .file_type();
+    assert!(kind.is_symlink(), "{kind:?}");
+    assert!(!old_path(&path).exists());
+    assert_eq!(capture.text(), "");
+}
