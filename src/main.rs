@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use zabbix_mcp_guard::app::App;
 use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
-use zabbix_mcp_guard::config::{Config, DecisionLogSink, SessionMode, Sources};
+use zabbix_mcp_guard::config::{Config, DecisionLogSink, LogType, SessionMode, Sources};
 use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::preflight::{self, Finding};
@@ -216,12 +216,22 @@ fn stdio(cli: &cli::Cli) -> ExitCode {
     run(config, sources, cli.test_config, run_stdio)
 }
 
-/// What `stdio` changes in a loaded configuration.
+/// What `stdio` changes in a loaded configuration. A path that names stdout
+/// (`/dev/stdout`) is stdout too: before, its lines went into the MCP stream.
 fn stdio_adjust(config: &mut Config) {
-    if config.decision_log == DecisionLogSink::Stdout {
+    let to_stdout = match &config.decision_log {
+        DecisionLogSink::Stdout => true,
+        DecisionLogSink::File(path) => stdio::names_stdout(path),
+    };
+    if to_stdout {
         config.decision_log = DecisionLogSink::File(PathBuf::from("/dev/stderr"));
         // Never rotate: that would rename /dev/stderr.
         config.decision_log_file_size_mb = 0;
+    }
+    if config.log_type == LogType::File
+        && config.log_file.as_deref().is_some_and(stdio::names_stdout)
+    {
+        config.log_type = LogType::Console;
     }
     // One client for the life of the process: its initialize describes it.
     config.session_mode = SessionMode::Stateful;

@@ -6,6 +6,8 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
@@ -58,6 +60,23 @@ pub fn token_from_env() -> Result<ApiToken, StdioError> {
         Ok(_) | Err(std::env::VarError::NotUnicode(_)) => Err(StdioError::BadToken),
         Err(std::env::VarError::NotPresent) => Err(StdioError::NoToken),
     }
+}
+
+/// Whether `path` names this process's stdout (`/dev/stdout`, `/proc/self/fd/1`, or the
+/// pipe or file stdout is): a log written there would be interleaved with the MCP
+/// messages stdio carries on stdout. A path that does not exist yet names a new file.
+pub fn names_stdout(path: &Path) -> bool {
+    let Ok(named) = std::fs::metadata(path) else {
+        return false;
+    };
+    let Ok(ours) = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(|fd| std::fs::File::from(fd).metadata())
+    else {
+        return false;
+    };
+    (named.dev(), named.ino()) == (ours.dev(), ours.ino())
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin; the decision log is flushed

@@ -3,9 +3,12 @@
 
 mod common;
 
-use common::{labs, seed_id, start};
+use std::time::Duration;
+
+use common::{config_for, labs, seed_id, start, start_with};
 use rmcp::model::{ReadResourceRequestParams, ResourceContents};
 use serde_json::Value;
+use zabbix_mcp_guard::config::DecisionLogSink;
 
 async fn read_uri(client: &common::Client, uri: &str) -> Result<Value, rmcp::ServiceError> {
     let result = client
@@ -163,6 +166,68 @@ async fn entity_resources_and_not_found() {
         for bad in ["zabbix://host/abc", "zabbix://nothing/1", "zabbix://host"] {
             let err = read_uri(&client, bad).await.unwrap_err();
             assert!(is_not_found(&err), "{bad}: {err}");
+        }
+        guard.stop().await;
+    }
+}
+
+/// The data of the `zabbix_result` line under the decision that read `uri`, once written.
+async fn resource_outcome(log: &std::path::Path, uri: &str) -> Value {
+    let what = format!("the outcome of reading {uri}");
+    common::eventually(&what, Duration::from_secs(10), || async {
+        let lines = common::decision_log_lines(log);
+        let decided = lines
+            .iter()
+            .find(|l| l["input"]["phase"] == "resource" && l["input"]["resource"]["uri"] == uri)?;
+        lines
+            .iter()
+            .find(|l| l["decision_id"] == decided["decision_id"] && l["event"] == "zabbix_result")
+            .map(|l| l["data"].clone())
+    })
+    .await
+}
+
+/// A resource read's outcome is logged under its decision as a tool call's is: the record
+/// read, a record Zabbix does not have, a Zabbix that does not answer. Before, the log had
+/// only the read's "allow" (`cargo test --test resources a_resource_reads_outcome`).
+#[tokio::test]
+async fn a_resource_reads_outcome_is_logged_under_its_decision() {
+    for (answer, delay, read_id, want) in [
+        (
+            None,
+            Duration::ZERO,
+            "1",
+            serde_json::json!({"ok": true, "count": 1}),
+        ),
+        (
+            Some(serde_json::json!([])),
+            Duration::ZERO,
+            "2",
+            serde_json::json!({"ok": true, "count": 0}),
+        ),
+        (
+            None,
+            Duration::from_secs(3),
+            "3",
+            serde_json::json!({"ok": false, "code": "upstream_timeout"}),
+        ),
+    ] {
+        let (stub_url, _stub) = match answer {
+            Some(result) => common::stub::start_answering(delay, result).await,
+            None => common::stub::start(delay).await,
+        };
+        let mut config = config_for(&stub_url);
+        config.timeout = Duration::from_millis(500);
+        let DecisionLogSink::File(log) = config.decision_log.clone() else {
+            panic!("the test configuration logs to a file");
+        };
+        let guard = start_with(config).await;
+        let client = common::client(&guard, "stub-token").await;
+        let uri = format!("zabbix://host/{read_id}");
+        let _ = read_uri(&client, &uri).await;
+        let data = resource_outcome(&log, &uri).await;
+        for (key, value) in want.as_object().expect("an object") {
+            assert_eq!(&data[key], value, "{uri}: {data}");
         }
         guard.stop().await;
     }

@@ -330,3 +330,96 @@ async fn a_2026_client_over_stdio_hears_changes_on_its_listen_stream() {
         .expect("wait");
     assert!(status.success(), "{status}");
 }
+
+/// `DecisionLog` and `LogFile` paths that name stdout (`/dev/stdout`, as a file shared with
+/// `serve` in a container often says) must not write into the MCP stream: under stdio they
+/// go to stderr, as `DecisionLog=stdout` does. Before, decision and log lines were
+/// interleaved with the JSON-RPC messages on stdout (stub Zabbix, no lab).
+#[tokio::test]
+async fn log_paths_naming_stdout_stay_out_of_the_mcp_stream() {
+    let (stub_url, _stub) = common::stub::start(std::time::Duration::ZERO).await;
+    for (args, on_stderr) in [
+        (
+            ["--decision-log", "/dev/stdout"].as_slice(),
+            "\"decision_id\"",
+        ),
+        (
+            ["--log-type", "file", "--log-file", "/dev/stdout"].as_slice(),
+            "policy set loaded",
+        ),
+    ] {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let url = stub_url.clone();
+        // Blocking pipe work off the runtime, which serves the stub meanwhile.
+        let (stdout, stderr) =
+            tokio::task::spawn_blocking(move || host_get_over_stdio(&url, &args))
+                .await
+                .expect("the exchange");
+        assert!(
+            stdout.iter().any(|l| l.contains("\"id\":2")),
+            "no answer: {stdout:?}\n{stderr}"
+        );
+        for line in &stdout {
+            let message: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("a non-JSON line on stdout ({e}): {line}"));
+            assert_eq!(message["jsonrpc"], "2.0", "not an MCP message: {line}");
+        }
+        assert!(
+            stderr.contains(on_stderr),
+            "{on_stderr} on stderr: {stderr}"
+        );
+    }
+}
+
+/// Runs the binary under stdio against `url` with `args`, makes one `host_get` call as
+/// raw lines, closes stdin and returns stdout's lines and stderr once it exits.
+fn host_get_over_stdio(url: &str, args: &[String]) -> (Vec<String>, String) {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"));
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command
+        .env("ZABBIX_API_TOKEN", "stub-token")
+        .args(["--frontend-url", url])
+        .args(args)
+        .arg("stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = common::Running(command.spawn().expect("spawn the sidecar"));
+    let mut stdin = child.0.stdin.take().expect("stdin");
+    let stdout = child.0.stdout.take().expect("stdout");
+    let mut stderr = child.0.stderr.take().expect("stderr");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-lines", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "host_get", "arguments": {}}}),
+    ] {
+        // A sidecar that refused to start has closed its stdin: stderr says why.
+        let _ = writeln!(stdin, "{line}");
+    }
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let answered = line.contains("\"id\":2");
+        seen.push(line);
+        if answered {
+            break;
+        }
+    }
+    // Closing stdin ends the session; the decision log is flushed at the exit.
+    drop(stdin);
+    seen.extend(lines);
+    (seen, errors.join().expect("stderr reader"))
+}

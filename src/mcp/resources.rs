@@ -10,9 +10,9 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::catalog::{self, ResourceKind, ToolDef, args, params};
+use crate::catalog::{self, ResourceKind, ToolDef, ToolKind, args, params};
 use crate::mcp::errors::{ToolError, resource_not_found};
-use crate::mcp::gate::{self, Subject};
+use crate::mcp::gate::{self, Ended, Outcome, Subject};
 use crate::mcp::tools::{ToolList, offered};
 use crate::policy::{Phase, ResourceInfo};
 use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
@@ -109,6 +109,9 @@ pub async fn read(
     let (Some(query), Some(resource)) = (def.query(), def.resource()) else {
         return Err(resource_not_found(uri));
     };
+    // What Zabbix answered goes to the log under the read's decision, as a tool call's
+    // does: before, an allowed read that timed out or failed left only its "allow".
+    let outcome = Outcome::new(&app.decisions, &decision.decision_id, ToolKind::Read);
     let request = params::resource_params(query, resource, id, tools.version);
     let result = app
         .zabbix
@@ -116,11 +119,29 @@ pub async fn read(
         .await;
     let mut record = match result {
         Ok(Value::Array(mut list)) if !list.is_empty() => list.swap_remove(0),
-        Ok(_) => return Err(resource_not_found(uri)),
+        Ok(_) => {
+            outcome.finish(Ended::Read { count: 0 });
+            return Err(resource_not_found(uri));
+        }
         // Zabbix rejects some IDs outright (out of range): still "not found" to the agent.
-        Err(ZabbixError::Api { .. }) => return Err(resource_not_found(uri)),
-        Err(other) => return Err(ToolError::from(other).into_rpc()),
+        Err(error @ ZabbixError::Api { .. }) => {
+            let error = ToolError::from(error);
+            outcome.finish(Ended::Failed {
+                code: error.code(),
+                message: error.to_string(),
+            });
+            return Err(resource_not_found(uri));
+        }
+        Err(other) => {
+            let error = ToolError::from(other);
+            outcome.finish(Ended::Failed {
+                code: error.code(),
+                message: error.to_string(),
+            });
+            return Err(error.into_rpc());
+        }
     };
+    outcome.finish(Ended::Read { count: 1 });
     params::shape_record(
         &mut record,
         resource.selects,

@@ -53,6 +53,10 @@ struct State {
     size: u64,
     /// When the path was last compared with the open file.
     followed: Instant,
+    /// Whether `file` is a regular file. Only one is rotated: renaming a path that names
+    /// a pipe or a device (`/dev/stdout`) would move the name, and the next record would
+    /// create a regular file in its place, which nothing reads.
+    regular: bool,
 }
 
 impl RotatingFile {
@@ -96,6 +100,7 @@ impl RotatingFile {
                 id: (meta.dev(), meta.ino()),
                 size: meta.len(),
                 followed: Instant::now(),
+                regular: meta.is_file(),
             }),
             fallback,
             open,
@@ -123,14 +128,14 @@ impl RotatingFile {
         // lands whole, alone in a fresh file; after falling back to stderr there is
         // no file left to rotate.
         let full = state.size > 0 && state.size.saturating_add(len) > self.limit;
-        if self.limit > 0 && full && state.file.is_some() {
+        if self.limit > 0 && full && state.regular && state.file.is_some() {
             self.rotate(&mut state);
         }
         let Some(file) = state.file.as_mut() else {
             self.fallback.write(record);
             return false;
         };
-        match file.write_all(record) {
+        match append_whole(file, record) {
             Ok(()) => {
                 state.size = state.size.saturating_add(len);
                 true
@@ -222,7 +227,38 @@ impl State {
         self.file = Some(file);
         self.id = (meta.dev(), meta.ino());
         self.size = meta.len();
+        self.regular = meta.is_file();
     }
+}
+
+/// Appends `record` whole or not at all. A disk that fills up during a write takes what
+/// fits and refuses the rest: the part left in the file would be a line without its end,
+/// and the next record written once there is room again would be glued to it, so the
+/// first line after a full disk read as garbage (counted as written, lost to a line
+/// parser). The part written is cut off again; the caller sends the whole record to the
+/// fallback. Only a file that cannot be cut (not a regular one: a pipe, where a short
+/// write needs a signal or a non-blocking end) keeps the part.
+fn append_whole(file: &mut File, record: &[u8]) -> io::Result<()> {
+    let mut written = 0;
+    let error = loop {
+        let Some(rest) = record.get(written..).filter(|rest| !rest.is_empty()) else {
+            return Ok(());
+        };
+        match file.write(rest) {
+            Ok(0) => break io::Error::from(io::ErrorKind::WriteZero),
+            Ok(n) => written += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => break error,
+        }
+    };
+    if written > 0 {
+        let cut = u64::try_from(written).unwrap_or(u64::MAX);
+        // Best effort: the record goes to the fallback whole either way.
+        let _ = file
+            .metadata()
+            .and_then(|meta| file.set_len(meta.len().saturating_sub(cut)));
+    }
+    Err(error)
 }
 
 fn open_append(path: &Path) -> io::Result<File> {
