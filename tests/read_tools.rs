@@ -492,3 +492,41 @@ fn common_now() -> i64 {
         .unwrap()
         .as_secs() as i64
 }
+
+/// Zabbix on PostgreSQL cuts text at a NUL (libpq's escaping stops there): a filter the
+/// policy saw as "MCP/Databases\0…" would be looked up as "MCP/Databases", and a search of
+/// "\0" alone as a pattern matching everything. Refused with `invalid_arguments` before the
+/// policy or Zabbix sees it.
+#[tokio::test]
+async fn a_nul_in_text_never_reaches_zabbix() {
+    for lab in labs() {
+        let guard = start(&lab).await;
+        let client = common::client(&guard, &lab.token).await;
+        for (tool, args, expected) in [
+            (
+                "hostgroup_get",
+                json!({"names": ["MCP/Databases\u{0}, only this name"]}),
+                "names[0] contains U+0000 at character 13",
+            ),
+            (
+                "hostgroup_get",
+                json!({"search": "\u{0}"}),
+                "search contains U+0000 at character 0",
+            ),
+        ] {
+            let result = common::call(&client, tool, args.clone()).await;
+            assert_eq!(
+                result.is_error,
+                Some(true),
+                "{} {tool} {args}: Zabbix answered for the text cut at its NUL: {:?}",
+                lab.major,
+                result.structured_content
+            );
+            let body = common::error_body(&result);
+            assert_eq!(body["code"], "invalid_arguments", "{body}");
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(message.contains(expected), "{message}");
+        }
+        guard.stop().await;
+    }
+}

@@ -102,7 +102,7 @@ pub fn validate(
         match member(raw, def.name).filter(|v| !v.is_null()) {
             Some(value) => {
                 let value = check(def, value, version)?;
-                refuse_hidden_format(def.name, &value)?;
+                refuse_hidden_text(def.name, &value)?;
                 out.insert(def.name.to_owned(), value);
             }
             None if def.required => {
@@ -253,28 +253,42 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
     }
 }
 
-/// Bidirectional controls and invisible format characters make text display differently
-/// from what it is (to the person approving a write, or reading Zabbix later): refused in
-/// every string an argument holds, naming where.
-fn refuse_hidden_format(name: &str, value: &Value) -> Result<(), ArgError> {
-    match hidden_in(value) {
-        Some((path, at, c)) => Err(err(format!(
-            "{name}{path} contains U+{:04X} at character {at} (counting from 0): bidirectional \
-             and invisible format characters are not accepted, as they make text display \
-             differently from what it is",
-            u32::from(c)
-        ))),
-        None => Ok(()),
+/// Text whose meaning would change on the way: refused in every string an argument holds,
+/// naming where. Bidirectional controls and invisible format characters make text display
+/// differently from what it is (to the person approving a write, or reading Zabbix later).
+/// A NUL ends the text for Zabbix: on PostgreSQL its frontend escapes strings with libpq,
+/// which stops at the NUL, so a name, filter or search would be looked up, and a message
+/// stored, as the part before it, not the text the policy decided on.
+fn refuse_hidden_text(name: &str, value: &Value) -> Result<(), ArgError> {
+    let Some((path, at, c)) = hidden_in(value) else {
+        return Ok(());
+    };
+    let why = if c == '\0' {
+        "Zabbix cuts text at a NUL, so it would act on other text than the one given"
+    } else {
+        "bidirectional and invisible format characters are not accepted, as they make text \
+         display differently from what it is"
+    };
+    Err(err(format!(
+        "{name}{path} contains U+{:04X} at character {at} (counting from 0): {why}",
+        u32::from(c)
+    )))
+}
+
+/// The first NUL, bidirectional control or invisible format character of a text.
+fn hidden_char(text: &str) -> Option<(usize, char)> {
+    let nul = text.chars().position(|c| c == '\0').map(|at| (at, '\0'));
+    match (nul, display::hidden_format_char(text)) {
+        (Some(nul), Some(format)) => Some(if nul.0 < format.0 { nul } else { format }),
+        (nul, format) => nul.or(format),
     }
 }
 
-/// The first hidden format character in a value: its path below the argument, its
-/// character index and the character.
+/// The first hidden character in a value: its path below the argument, its character
+/// index and the character.
 fn hidden_in(value: &Value) -> Option<(String, usize, char)> {
     match value {
-        Value::String(text) => {
-            display::hidden_format_char(text).map(|(at, c)| (String::new(), at, c))
-        }
+        Value::String(text) => hidden_char(text).map(|(at, c)| (String::new(), at, c)),
         Value::Array(list) => list
             .iter()
             .enumerate()
