@@ -530,3 +530,30 @@ async fn a_nul_in_text_never_reaches_zabbix() {
         guard.stop().await;
     }
 }
+
+/// history.get takes 32-bit times: a time in milliseconds used to pass the window checks
+/// (the default time_from followed it) and come back as Zabbix's own refusal. It is
+/// `invalid_arguments` now, naming the slip.
+#[tokio::test]
+async fn history_times_in_milliseconds_are_refused_as_such() {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for lab in labs() {
+        let guard = start(&lab).await;
+        let client = common::client(&guard, &lab.token).await;
+        let (itemid, ..) = seeded_history(&lab, "mcp.float");
+        let args = json!({"itemids": [itemid], "type": "float", "time_till": now_ms});
+        let body = tool_error(&client, "history_get", args).await;
+        assert_eq!(body["code"], "invalid_arguments", "{} {body}", lab.major);
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!(
+                "time_till must be a Unix time in seconds between 0 and 2147483647, got {now_ms} (milliseconds?"
+            )),
+            "{message}"
+        );
+        guard.stop().await;
+    }
+}

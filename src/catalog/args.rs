@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::catalog::time::MAX_TIMESTAMP;
 use crate::catalog::{
     ArgDef, ArgRule, ArgType, DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
     DEFAULT_LIMIT, MAX_LIMIT, Mapping, ToolDef, rules, structured, time,
@@ -211,12 +212,7 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
                 ))),
             }
         }
-        ArgType::UnixTime => match integer(value) {
-            Some(n) if n >= 0 => Ok(Value::from(n)),
-            _ => Err(err(format!(
-                "{name} must be a Unix time in seconds (a non-negative integer), got {value}"
-            ))),
-        },
+        ArgType::UnixTime => unix_time(name, value),
         ArgType::Id => id(value).ok_or_else(|| {
             err(format!(
                 "{name} must be an ID (a string of digits or a non-negative integer), got {value}"
@@ -250,6 +246,22 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
         },
         ArgType::Timeperiods => structured::timeperiods(name, value),
         ArgType::Tags { allow_empty } => structured::tags(name, value, *allow_empty),
+    }
+}
+
+/// Unix seconds as Zabbix takes them (a 32-bit integer: it refuses a later time with its
+/// own error). A time in milliseconds, an agent's usual slip, is named as such.
+fn unix_time(name: &str, value: &Value) -> Result<Value, ArgError> {
+    match integer(value) {
+        Some(n) if (0..=MAX_TIMESTAMP).contains(&n) => Ok(Value::from(n)),
+        Some(n) if n > MAX_TIMESTAMP && n / 1000 <= MAX_TIMESTAMP => Err(err(format!(
+            "{name} must be a Unix time in seconds between 0 and {MAX_TIMESTAMP}, got {value} \
+             (milliseconds? that is {} in seconds)",
+            n / 1000
+        ))),
+        _ => Err(err(format!(
+            "{name} must be a Unix time in seconds between 0 and {MAX_TIMESTAMP}, got {value}"
+        ))),
     }
 }
 
