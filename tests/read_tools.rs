@@ -492,3 +492,68 @@ fn common_now() -> i64 {
         .unwrap()
         .as_secs() as i64
 }
+
+/// Zabbix on PostgreSQL cuts text at a NUL (libpq's escaping stops there): a filter the
+/// policy saw as "MCP/Databases\0…" would be looked up as "MCP/Databases", and a search of
+/// "\0" alone as a pattern matching everything. Refused with `invalid_arguments` before the
+/// policy or Zabbix sees it.
+#[tokio::test]
+async fn a_nul_in_text_never_reaches_zabbix() {
+    for lab in labs() {
+        let guard = start(&lab).await;
+        let client = common::client(&guard, &lab.token).await;
+        for (tool, args, expected) in [
+            (
+                "hostgroup_get",
+                json!({"names": ["MCP/Databases\u{0}, only this name"]}),
+                "names[0] contains U+0000 at character 13",
+            ),
+            (
+                "hostgroup_get",
+                json!({"search": "\u{0}"}),
+                "search contains U+0000 at character 0",
+            ),
+        ] {
+            let result = common::call(&client, tool, args.clone()).await;
+            assert_eq!(
+                result.is_error,
+                Some(true),
+                "{} {tool} {args}: Zabbix answered for the text cut at its NUL: {:?}",
+                lab.major,
+                result.structured_content
+            );
+            let body = common::error_body(&result);
+            assert_eq!(body["code"], "invalid_arguments", "{body}");
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(message.contains(expected), "{message}");
+        }
+        guard.stop().await;
+    }
+}
+
+/// history.get takes 32-bit times: a time in milliseconds used to pass the window checks
+/// (the default time_from followed it) and come back as Zabbix's own refusal. It is
+/// `invalid_arguments` now, naming the slip.
+#[tokio::test]
+async fn history_times_in_milliseconds_are_refused_as_such() {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for lab in labs() {
+        let guard = start(&lab).await;
+        let client = common::client(&guard, &lab.token).await;
+        let (itemid, ..) = seeded_history(&lab, "mcp.float");
+        let args = json!({"itemids": [itemid], "type": "float", "time_till": now_ms});
+        let body = tool_error(&client, "history_get", args).await;
+        assert_eq!(body["code"], "invalid_arguments", "{} {body}", lab.major);
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!(
+                "time_till must be a Unix time in seconds between 0 and 2147483647, got {now_ms} (milliseconds?"
+            )),
+            "{message}"
+        );
+        guard.stop().await;
+    }
+}

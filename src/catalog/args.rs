@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::catalog::time::MAX_TIMESTAMP;
 use crate::catalog::{
     ArgDef, ArgRule, ArgType, DEFAULT_HISTORY_MAX_AGE_SECONDS, DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
     DEFAULT_LIMIT, MAX_LIMIT, Mapping, ToolDef, rules, structured, time,
@@ -102,7 +103,7 @@ pub fn validate(
         match member(raw, def.name).filter(|v| !v.is_null()) {
             Some(value) => {
                 let value = check(def, value, version)?;
-                refuse_hidden_format(def.name, &value)?;
+                refuse_hidden_text(def.name, &value)?;
                 out.insert(def.name.to_owned(), value);
             }
             None if def.required => {
@@ -211,12 +212,7 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
                 ))),
             }
         }
-        ArgType::UnixTime => match integer(value) {
-            Some(n) if n >= 0 => Ok(Value::from(n)),
-            _ => Err(err(format!(
-                "{name} must be a Unix time in seconds (a non-negative integer), got {value}"
-            ))),
-        },
+        ArgType::UnixTime => unix_time(name, value),
         ArgType::Id => id(value).ok_or_else(|| {
             err(format!(
                 "{name} must be an ID (a string of digits or a non-negative integer), got {value}"
@@ -253,28 +249,58 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
     }
 }
 
-/// Bidirectional controls and invisible format characters make text display differently
-/// from what it is (to the person approving a write, or reading Zabbix later): refused in
-/// every string an argument holds, naming where.
-fn refuse_hidden_format(name: &str, value: &Value) -> Result<(), ArgError> {
-    match hidden_in(value) {
-        Some((path, at, c)) => Err(err(format!(
-            "{name}{path} contains U+{:04X} at character {at} (counting from 0): bidirectional \
-             and invisible format characters are not accepted, as they make text display \
-             differently from what it is",
-            u32::from(c)
+/// Unix seconds as Zabbix takes them (a 32-bit integer: it refuses a later time with its
+/// own error). A time in milliseconds, an agent's usual slip, is named as such.
+fn unix_time(name: &str, value: &Value) -> Result<Value, ArgError> {
+    match integer(value) {
+        Some(n) if (0..=MAX_TIMESTAMP).contains(&n) => Ok(Value::from(n)),
+        Some(n) if n > MAX_TIMESTAMP && n / 1000 <= MAX_TIMESTAMP => Err(err(format!(
+            "{name} must be a Unix time in seconds between 0 and {MAX_TIMESTAMP}, got {value} \
+             (milliseconds? that is {} in seconds)",
+            n / 1000
         ))),
-        None => Ok(()),
+        _ => Err(err(format!(
+            "{name} must be a Unix time in seconds between 0 and {MAX_TIMESTAMP}, got {value}"
+        ))),
     }
 }
 
-/// The first hidden format character in a value: its path below the argument, its
-/// character index and the character.
+/// Text whose meaning would change on the way: refused in every string an argument holds,
+/// naming where. Bidirectional controls and invisible format characters make text display
+/// differently from what it is (to the person approving a write, or reading Zabbix later).
+/// A NUL ends the text for Zabbix: on PostgreSQL its frontend escapes strings with libpq,
+/// which stops at the NUL, so a name, filter or search would be looked up, and a message
+/// stored, as the part before it, not the text the policy decided on.
+fn refuse_hidden_text(name: &str, value: &Value) -> Result<(), ArgError> {
+    let Some((path, at, c)) = hidden_in(value) else {
+        return Ok(());
+    };
+    let why = if c == '\0' {
+        "Zabbix cuts text at a NUL, so it would act on other text than the one given"
+    } else {
+        "bidirectional and invisible format characters are not accepted, as they make text \
+         display differently from what it is"
+    };
+    Err(err(format!(
+        "{name}{path} contains U+{:04X} at character {at} (counting from 0): {why}",
+        u32::from(c)
+    )))
+}
+
+/// The first NUL, bidirectional control or invisible format character of a text.
+fn hidden_char(text: &str) -> Option<(usize, char)> {
+    let nul = text.chars().position(|c| c == '\0').map(|at| (at, '\0'));
+    match (nul, display::hidden_format_char(text)) {
+        (Some(nul), Some(format)) => Some(if nul.0 < format.0 { nul } else { format }),
+        (nul, format) => nul.or(format),
+    }
+}
+
+/// The first hidden character in a value: its path below the argument, its character
+/// index and the character.
 fn hidden_in(value: &Value) -> Option<(String, usize, char)> {
     match value {
-        Value::String(text) => {
-            display::hidden_format_char(text).map(|(at, c)| (String::new(), at, c))
-        }
+        Value::String(text) => hidden_char(text).map(|(at, c)| (String::new(), at, c)),
         Value::Array(list) => list
             .iter()
             .enumerate()

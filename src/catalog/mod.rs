@@ -117,7 +117,7 @@ pub enum ArgType {
     },
     /// One of a fixed set of names, each mapped to the number Zabbix wants.
     Enum(&'static [EnumValue]),
-    /// Unix time in seconds.
+    /// Unix time in seconds, 0..=2147483647 (history.get takes a 32-bit integer).
     UnixTime,
     /// One Zabbix ID (string of digits or non-negative integer), normalized to a string.
     Id,

@@ -41,7 +41,9 @@ pub fn input_schema(tool: &ToolDef, version: ZabbixVersion) -> Map<String, Value
                     .collect();
                 json!({"type": "string", "enum": names})
             }
-            ArgType::UnixTime => json!({"type": "integer", "minimum": 0}),
+            ArgType::UnixTime => {
+                json!({"type": "integer", "minimum": 0, "maximum": MAX_TIMESTAMP})
+            }
             ArgType::Id => id_schema(),
             ArgType::IdSet { allow_empty } => json!({
                 "type": "array", "minItems": if *allow_empty { 0 } else { 1 }, "maxItems": 1000,

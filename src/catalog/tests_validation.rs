@@ -290,3 +290,34 @@ fn ids_have_one_spelling() {
         json!(["42"])
     );
 }
+
+/// history.get takes 32-bit times and refuses a later one with its own error: such a time
+/// (in milliseconds, most often) is refused here, naming the range and the likely slip.
+#[test]
+fn history_times_are_seconds_zabbix_takes() {
+    let ms = NOW * 1000;
+    let message = fail(
+        "history_get",
+        json!({"itemids": ["1"], "type": "float", "time_till": ms}),
+    );
+    assert_eq!(
+        message,
+        format!(
+            "time_till must be a Unix time in seconds between 0 and 2147483647, got {ms} \
+             (milliseconds? that is {NOW} in seconds)"
+        )
+    );
+    let message = fail(
+        "history_get",
+        json!({"itemids": ["1"], "type": "float", "time_from": -1}),
+    );
+    assert_eq!(
+        message,
+        "time_from must be a Unix time in seconds between 0 and 2147483647, got -1"
+    );
+    let args = ok(
+        "history_get",
+        json!({"itemids": ["1"], "type": "float", "time_till": "2147483647"}),
+    );
+    assert_eq!(args["time_till"], 2_147_483_647);
+}
