@@ -35,6 +35,15 @@ pub struct Limits {
 #[error("{0}")]
 pub struct ArgError(pub String);
 
+/// The longest message an argument error carries, in characters. Messages quote the value
+/// they refuse, and a value may be most of a 1 MB request: quoted whole, each refused call
+/// wrote it back to the agent and into the process log (an agent could fill the log a
+/// megabyte a call). Longer messages keep their start, which names the argument and the
+/// rule, and their end, and say how much was left out between.
+const MAX_MESSAGE_CHARS: usize = 400;
+/// Of those, the message's last characters kept (a hint after the value, its closing quote).
+const MESSAGE_TAIL_CHARS: usize = 60;
+
 /// Most list arguments Zabbix will take in one call; more is a mistake, not a query.
 pub(crate) const MAX_LIST_LEN: usize = 1000;
 
@@ -45,6 +54,29 @@ impl Default for Limits {
             history_max_window_seconds: DEFAULT_HISTORY_MAX_WINDOW_SECONDS,
             history_max_age_seconds: DEFAULT_HISTORY_MAX_AGE_SECONDS,
         }
+    }
+}
+
+impl ArgError {
+    /// An error with `message`, cut in the middle past [`MAX_MESSAGE_CHARS`].
+    pub(crate) fn new(message: String) -> Self {
+        let total = message.chars().count();
+        if total <= MAX_MESSAGE_CHARS {
+            return ArgError(message);
+        }
+        let head_chars = MAX_MESSAGE_CHARS - MESSAGE_TAIL_CHARS;
+        let byte_at = |chars: usize| {
+            message
+                .char_indices()
+                .nth(chars)
+                .map_or(message.len(), |(at, _)| at)
+        };
+        let head = message.get(..byte_at(head_chars)).unwrap_or_default();
+        let tail = message
+            .get(byte_at(total - MESSAGE_TAIL_CHARS)..)
+            .unwrap_or_default();
+        let cut = total - head_chars - MESSAGE_TAIL_CHARS;
+        ArgError(format!("{head}… ({cut} characters left out) …{tail}"))
     }
 }
 
@@ -75,7 +107,7 @@ fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
 }
 
 fn err(message: String) -> ArgError {
-    ArgError(message)
+    ArgError::new(message)
 }
 
 /// Checks the raw `arguments` of a call against the tool and normalizes them.

@@ -10,7 +10,7 @@ use crate::catalog::{
 };
 
 fn err(message: String) -> ArgError {
-    ArgError(message)
+    ArgError::new(message)
 }
 
 fn non_empty_list(args: &Map<String, Value>, name: &str) -> bool {

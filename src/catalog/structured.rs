@@ -23,7 +23,7 @@ pub const TIMEPERIOD_TYPES: [(i64, &str); 4] =
     [(0, "one time"), (2, "daily"), (3, "weekly"), (4, "monthly")];
 
 fn err(message: String) -> ArgError {
-    ArgError(message)
+    ArgError::new(message)
 }
 
 /// The fields a time period of this type may have, and which of them are required.

@@ -321,3 +321,38 @@ fn history_times_are_seconds_zabbix_takes() {
     );
     assert_eq!(args["time_till"], 2_147_483_647);
 }
+
+/// A refused value is quoted, but never whole when it is long: quoted whole, every refused
+/// call of a 500 kB value wrote 500 kB back to the agent and into the process log. The
+/// message keeps what names the argument and the rule, and its end.
+#[test]
+fn a_long_refused_value_is_quoted_in_part() {
+    let message = fail(
+        "history_get",
+        json!({"itemids": ["1"], "type": "x".repeat(500_000)}),
+    );
+    assert!(
+        message.chars().count() < 460,
+        "{} characters",
+        message.len()
+    );
+    assert!(
+        message.starts_with("type must be one of float, character, log, unsigned, text, got \"xxx"),
+        "{message}"
+    );
+    assert!(
+        message.contains("… (499665 characters left out) …"),
+        "{message}"
+    );
+    assert!(message.ends_with("xxx\""), "{message}");
+    // Cut between characters, never inside one.
+    let name = "é".repeat(1000);
+    let message = fail("host_get", json!({ name.clone(): 1 }));
+    assert!(message.starts_with("unknown argument \"éé"), "{message}");
+    assert!(message.contains("characters left out"), "{message}");
+    // Short messages are as they were.
+    assert_eq!(
+        fail("history_get", json!({"itemids": ["1"], "type": "x"})),
+        "type must be one of float, character, log, unsigned, text, got \"x\""
+    );
+}
