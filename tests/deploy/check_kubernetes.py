@@ -84,6 +84,22 @@ for rel in generated[cm_name]["files"]:
 seal = mounts["seal-key"]
 check(env["ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE"].startswith(seal["mountPath"] + "/")
       and "secret" in volumes["seal-key"], "the seal key comes from a Secret file")
+# The kubelet lays a Secret's files out owned by root; with the pod's fsGroup their group
+# is that group and group read is added to defaultMode (kubernetes/kubernetes#57923).
+# The sidecar runs as runAsUser:runAsGroup with fsGroup among its groups.
+pod_sc = pod["spec"].get("securityContext", {})
+fs_group = pod_sc.get("fsGroup")
+key_mode = volumes["seal-key"]["secret"].get("defaultMode", 0o644)
+if fs_group is not None:
+    key_mode |= 0o440
+key_group = fs_group if fs_group is not None else 0
+guard_groups = {sc.get("runAsGroup", pod_sc.get("runAsGroup", 0))} | (
+    {fs_group} if fs_group is not None else set())
+check(key_mode & 0o004 or (key_group in guard_groups and key_mode & 0o040),
+      f"the sidecar (uid {sc['runAsUser']}) can read the seal key the kubelet writes "
+      f"(root:{key_group}, {key_mode:04o})")
+check(not key_mode & 0o004 and key_group in guard_groups,
+      "no one but the sidecar's own group reads the seal key")
 
 # Only the MCP port is exposed.
 service = kinds["Service"]
