@@ -56,8 +56,19 @@ check(frontend.hostname in ("127.0.0.1", "localhost", "::1") and frontend.port =
       f"the sidecar reaches the frontend on the pod's loopback ({env['ZBX_FRONTEND_URL']})")
 mcp_port = {p["name"]: p["containerPort"] for p in guard["ports"]}["mcp"]
 check(str(mcp_port) == env["ZBX_LISTENPORT"], "the MCP port is the one the sidecar listens on")
-check(guard["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "mcp"}, "readiness on /readyz")
-check(guard["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "mcp"}, "liveness on /healthz")
+# The kubelet probes from the node's address; AllowedIP (the agents' network) need not
+# hold it, and the MCP listener closes such a connection at accept. The status listener
+# (StatusListenPort) has no AllowedIP.
+guard_ports = {p["name"]: p["containerPort"] for p in guard["ports"]}
+status_port = env.get("ZABBIX_MCP_GUARD_STATUS_LISTEN_PORT")
+check(guard["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz")
+check(guard["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz")
+for probe in ("readinessProbe", "livenessProbe"):
+    port = guard[probe]["httpGet"]["port"]
+    check(status_port is not None and str(guard_ports.get(port, port)) == status_port,
+          f"{probe} goes to the status listener, not behind AllowedIP ({port})")
+check(status_port not in (None, env["ZBX_LISTENPORT"], str(web_port)),
+      "the status listener has a port of its own in the pod")
 sc = guard["securityContext"]
 check(sc["runAsNonRoot"] and sc["runAsUser"] != 0 and sc["readOnlyRootFilesystem"]
       and sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"],
