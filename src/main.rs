@@ -127,13 +127,12 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         "async runtime started"
     );
     runtime.block_on(async move {
-        if let Some(file) = config
+        if let Some(warning) = config
             .approval_seal_key_file
             .as_ref()
-            .filter(|f| f.readable_by_others())
+            .and_then(|f| f.exposure_warning())
         {
-            tracing::warn!(path = %file.path.display(), mode = format!("{:o}", file.mode),
-                "ApprovalSealKeyFile is readable by group or others; chmod 600 it");
+            tracing::warn!("{warning}");
         }
         let reconfigure = Reconfigure::new(sources, |_| {}, &config);
         let app = App::new(config).context("cannot set up the sidecar")?;

@@ -64,6 +64,14 @@ pub fn check(config: &Config) -> Vec<Finding> {
             Err(error) => Finding::Failed(PreflightError::Trust(error)),
         });
     }
+    // As `serve` warns at start: an operator checking a change sees it before the restart.
+    found.extend(
+        config
+            .approval_seal_key_file
+            .as_ref()
+            .and_then(|file| file.exposure_warning())
+            .map(Finding::Warning),
+    );
     found.extend(
         StartupWarning::check(config, &engine)
             .into_iter()

@@ -100,11 +100,13 @@ pub struct StatusListenerConfig {
     pub listen_port: u16,
 }
 
-/// The file the approval seal key was read from, with its permission bits.
+/// The file the approval seal key was read from, with its permission bits and owner.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealKeyFile {
     pub path: PathBuf,
     pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// `ApprovalListenIP`, `ApprovalListenPort`, `ApprovalAllowedIP`, `ApprovalURL`. TLS is
@@ -227,9 +229,36 @@ impl Config {
 }
 
 impl SealKeyFile {
-    /// Group or others may read the key: worth a warning at start.
+    /// Someone besides the sidecar and root may read the key: worth a warning at start and
+    /// in `-T`.
     pub fn readable_by_others(&self) -> bool {
-        self.mode & 0o044 != 0
+        self.readable_by_others_than(seal_key::Process::current())
+    }
+
+    /// As `readable_by_others`, for a process of that user and group. Others' read bit, an
+    /// owner who is neither root nor the sidecar (an owner can always read or chmod it), or
+    /// group read for a group other than the sidecar's own: a Kubernetes Secret under
+    /// `fsGroup` is root:<the sidecar's group> 0440 whatever its `defaultMode`, and no one
+    /// else holds that group in the pod.
+    pub(crate) fn readable_by_others_than(&self, process: seal_key::Process) -> bool {
+        self.mode & 0o004 != 0
+            || (self.uid != 0 && self.uid != process.uid)
+            || (self.mode & 0o040 != 0 && self.gid != process.gid)
+    }
+
+    /// The warning `serve` logs and `-T` prints when `readable_by_others`.
+    pub fn exposure_warning(&self) -> Option<String> {
+        self.readable_by_others().then(|| {
+            format!(
+                "ApprovalSealKeyFile {} (mode {:o}, owner {}:{}) is readable by a user or group \
+                 other than the sidecar's own or root; chmod 600 it and give it to root or the \
+                 sidecar's user",
+                self.path.display(),
+                self.mode,
+                self.uid,
+                self.gid
+            )
+        })
     }
 }
 

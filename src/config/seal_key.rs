@@ -62,22 +62,49 @@ fn from_file(e: &Entry) -> Result<(Secret, SealKeyFile), ConfigError> {
         .map_err(|err| bad(format!("cannot read the key file: {err}")))?;
     let key =
         decode(&text).map_err(|reason| bad(format!("the file holds no usable key: {reason}")))?;
+    let (mode, uid, gid) = owner_and_mode(&meta);
     let file = SealKeyFile {
         path: PathBuf::from(&e.value),
-        mode: mode_of(&meta),
+        mode,
+        uid,
+        gid,
     };
     Ok((key, file))
 }
 
+/// The user and group the sidecar runs as, to tell its own access to the key file from
+/// others'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Process {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Process {
+    #[cfg(unix)]
+    pub(crate) fn current() -> Process {
+        Process {
+            uid: rustix::process::geteuid().as_raw(),
+            gid: rustix::process::getegid().as_raw(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub(crate) fn current() -> Process {
+        Process { uid: 0, gid: 0 }
+    }
+}
+
+/// Permission bits, owner and group.
 #[cfg(unix)]
-fn mode_of(meta: &std::fs::Metadata) -> u32 {
-    use std::os::unix::fs::PermissionsExt as _;
-    meta.permissions().mode() & 0o7777
+fn owner_and_mode(meta: &std::fs::Metadata) -> (u32, u32, u32) {
+    use std::os::unix::fs::MetadataExt as _;
+    (meta.mode() & 0o7777, meta.uid(), meta.gid())
 }
 
 #[cfg(not(unix))]
-fn mode_of(_meta: &std::fs::Metadata) -> u32 {
-    0o600
+fn owner_and_mode(_meta: &std::fs::Metadata) -> (u32, u32, u32) {
+    (0o600, 0, 0)
 }
 
 /// Hex when the text is only hex digits (even count), else padded base64 (standard or

@@ -169,3 +169,42 @@ fn key_and_key_file_together_are_a_configuration_error() {
     );
     fs::remove_file(path).unwrap();
 }
+
+/// Whose read the warning is about: others, an owner who is neither root nor the sidecar,
+/// a group other than the sidecar's own. A Kubernetes Secret under `fsGroup` (root, the
+/// sidecar's group, 0440) and a systemd credential (the service user's, 0400) are not.
+#[test]
+fn key_file_readers_besides_the_sidecar() {
+    use super::SealKeyFile;
+    use super::seal_key::Process;
+    let sidecar = Process {
+        uid: 1997,
+        gid: 1995,
+    };
+    let file = |mode: u32, uid: u32, gid: u32| SealKeyFile {
+        path: PathBuf::from("/run/secrets/seal-key"),
+        mode,
+        uid,
+        gid,
+    };
+    for (mode, uid, gid) in [
+        (0o440, 0, 1995),
+        (0o400, 0, 0),
+        (0o600, 0, 0),
+        (0o400, 1997, 1995),
+        (0o640, 1997, 1995),
+    ] {
+        let f = file(mode, uid, gid);
+        assert!(!f.readable_by_others_than(sidecar), "{f:?}");
+    }
+    for (mode, uid, gid) in [
+        (0o644, 0, 0),
+        (0o404, 1997, 1995),
+        (0o440, 0, 1000),
+        (0o640, 0, 0),
+        (0o400, 1000, 1995),
+    ] {
+        let f = file(mode, uid, gid);
+        assert!(f.readable_by_others_than(sidecar), "{f:?}");
+    }
+}
