@@ -27,7 +27,7 @@ pub enum Finding {
 #[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
     #[error(
-        "policies from {source_name}: {reason}; a start would deny every call until a set loads"
+        "PolicyDir: policies from {source_name}: {reason}; a start would deny every call until a set loads"
     )]
     Policy { source_name: String, reason: String },
     #[error("TLSAccept=cert needs both TLSCertFile and TLSKeyFile")]

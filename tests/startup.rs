@@ -339,3 +339,16 @@ fn test_config_warns_of_a_seal_key_others_can_read() {
         "{stdout}"
     );
 }
+
+/// A policy directory that does not load is named by its parameter.
+#[test]
+fn test_config_names_policy_dir() {
+    let missing = common::scratch_dir("preflight-no-policies").join("absent");
+    let out = test_config(&["--policy-dir".as_ref(), missing.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("PolicyDir: policies from {}:", missing.display())),
+        "{stderr}"
+    );
+}
