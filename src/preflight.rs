@@ -6,7 +6,7 @@
 //! starts a sidecar denying every call) fails here, so that it is seen before a restart.
 
 use crate::app::{policy_mode, policy_source};
-use crate::config::{Config, TlsAccept};
+use crate::config::{Config, FileAccess, TlsAccept};
 use crate::policy::PolicyEngine;
 use crate::server::tls::{Expiry, ServerCertificate, TlsError};
 use crate::startup::StartupWarning;
@@ -96,6 +96,7 @@ fn certificate(config: &Config) -> Vec<Finding> {
         cert_file.display(),
         served.sha256()
     ))];
+    found.extend(FileAccess::warning_for("TLSKeyFile", key_file).map(Finding::Warning));
     match served.expiry() {
         Expiry::Later => {}
         Expiry::Soon { days_left } => found.push(Finding::Warning(format!(

@@ -352,3 +352,37 @@ fn test_config_names_policy_dir() {
         "{stderr}"
     );
 }
+
+/// `-T` warns of a TLS key others can read; before, nothing was said of it.
+#[test]
+fn test_config_warns_of_a_tls_key_others_can_read() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = common::scratch_dir("preflight-tls-key");
+    let (cert, key) = expiring_pair(&dir);
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let args = [
+        "--policy-dir".as_ref(),
+        policies.as_os_str(),
+        "--tls-accept".as_ref(),
+        "cert".as_ref(),
+        "--tls-cert-file".as_ref(),
+        cert.as_os_str(),
+        "--tls-key-file".as_ref(),
+        key.as_os_str(),
+    ];
+    let warning = format!("warning: TLSKeyFile {} (mode 644", key.display());
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = test_config(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(&warning),
+        "{stdout}"
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = test_config(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !stdout.contains("warning: TLSKeyFile"),
+        "{stdout}"
+    );
+}

@@ -7,6 +7,7 @@ mod caller_limits;
 mod diff;
 mod error;
 mod file;
+mod file_access;
 mod image;
 mod limits;
 mod merge;
@@ -36,6 +37,7 @@ pub use caller_limits::CallerLimits;
 pub use diff::changed;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
+pub use file_access::FileAccess;
 pub use image::EnvContract;
 pub use limits::Limits;
 pub use params::{ENV_PREFIX, Param};
@@ -229,36 +231,18 @@ impl Config {
 }
 
 impl SealKeyFile {
-    /// Someone besides the sidecar and root may read the key: worth a warning at start and
-    /// in `-T`.
-    pub fn readable_by_others(&self) -> bool {
-        self.readable_by_others_than(seal_key::Process::current())
+    pub fn access(&self) -> FileAccess {
+        FileAccess {
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+        }
     }
 
-    /// As `readable_by_others`, for a process of that user and group. Others' read bit, an
-    /// owner who is neither root nor the sidecar (an owner can always read or chmod it), or
-    /// group read for a group other than the sidecar's own: a Kubernetes Secret under
-    /// `fsGroup` is root:<the sidecar's group> 0440 whatever its `defaultMode`, and no one
-    /// else holds that group in the pod.
-    pub(crate) fn readable_by_others_than(&self, process: seal_key::Process) -> bool {
-        self.mode & 0o004 != 0
-            || (self.uid != 0 && self.uid != process.uid)
-            || (self.mode & 0o040 != 0 && self.gid != process.gid)
-    }
-
-    /// The warning `serve` logs and `-T` prints when `readable_by_others`.
+    /// The warning `serve` logs and `-T` prints when someone besides the sidecar and root
+    /// may read the key.
     pub fn exposure_warning(&self) -> Option<String> {
-        self.readable_by_others().then(|| {
-            format!(
-                "ApprovalSealKeyFile {} (mode {:o}, owner {}:{}) is readable by a user or group \
-                 other than the sidecar's own or root; chmod 600 it and give it to root or the \
-                 sidecar's user",
-                self.path.display(),
-                self.mode,
-                self.uid,
-                self.gid
-            )
-        })
+        self.access().warning("ApprovalSealKeyFile", &self.path)
     }
 }
 

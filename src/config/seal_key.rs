@@ -9,6 +9,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 
 use super::error::ConfigError;
 use super::file::Entry;
+use super::file_access::FileAccess;
 use super::merge::Resolved;
 use super::params::Param;
 use super::{SealKeyFile, Secret};
@@ -62,49 +63,14 @@ fn from_file(e: &Entry) -> Result<(Secret, SealKeyFile), ConfigError> {
         .map_err(|err| bad(format!("cannot read the key file: {err}")))?;
     let key =
         decode(&text).map_err(|reason| bad(format!("the file holds no usable key: {reason}")))?;
-    let (mode, uid, gid) = owner_and_mode(&meta);
+    let access = FileAccess::of(&meta);
     let file = SealKeyFile {
         path: PathBuf::from(&e.value),
-        mode,
-        uid,
-        gid,
+        mode: access.mode,
+        uid: access.uid,
+        gid: access.gid,
     };
     Ok((key, file))
-}
-
-/// The user and group the sidecar runs as, to tell its own access to the key file from
-/// others'.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Process {
-    pub uid: u32,
-    pub gid: u32,
-}
-
-impl Process {
-    #[cfg(unix)]
-    pub(crate) fn current() -> Process {
-        Process {
-            uid: rustix::process::geteuid().as_raw(),
-            gid: rustix::process::getegid().as_raw(),
-        }
-    }
-
-    #[cfg(not(unix))]
-    pub(crate) fn current() -> Process {
-        Process { uid: 0, gid: 0 }
-    }
-}
-
-/// Permission bits, owner and group.
-#[cfg(unix)]
-fn owner_and_mode(meta: &std::fs::Metadata) -> (u32, u32, u32) {
-    use std::os::unix::fs::MetadataExt as _;
-    (meta.mode() & 0o7777, meta.uid(), meta.gid())
-}
-
-#[cfg(not(unix))]
-fn owner_and_mode(_meta: &std::fs::Metadata) -> (u32, u32, u32) {
-    (0o600, 0, 0)
 }
 
 /// Hex when the text is only hex digits (even count), else padded base64 (standard or

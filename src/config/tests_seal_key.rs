@@ -115,7 +115,7 @@ fn key_file_with_trailing_newline_and_its_mode() {
     assert_eq!(key_of(&c), bytes());
     let file = c.approval_seal_key_file.clone().unwrap();
     assert_eq!(file.path, path);
-    assert!(!file.readable_by_others());
+    assert!(file.exposure_warning().is_none());
     let text = c.render_effective();
     assert!(
         text.contains(&format!("ApprovalSealKeyFile={}\n", path.display())),
@@ -129,7 +129,13 @@ fn key_file_with_trailing_newline_and_its_mode() {
     let open = key_file("open", &format!("{}\r\n", base64_of_bytes()), 0o644);
     let c = load(&[(Param::ApprovalSealKeyFile, open.to_str().unwrap())]).unwrap();
     assert_eq!(key_of(&c), bytes());
-    assert!(cfg!(not(unix)) || c.approval_seal_key_file.unwrap().readable_by_others());
+    assert!(
+        cfg!(not(unix))
+            || c.approval_seal_key_file
+                .unwrap()
+                .exposure_warning()
+                .is_some()
+    );
     fs::remove_file(path).unwrap();
     fs::remove_file(open).unwrap();
 }
@@ -176,7 +182,7 @@ fn key_and_key_file_together_are_a_configuration_error() {
 #[test]
 fn key_file_readers_besides_the_sidecar() {
     use super::SealKeyFile;
-    use super::seal_key::Process;
+    use super::file_access::Process;
     let sidecar = Process {
         uid: 1997,
         gid: 1995,
@@ -195,7 +201,7 @@ fn key_file_readers_besides_the_sidecar() {
         (0o640, 1997, 1995),
     ] {
         let f = file(mode, uid, gid);
-        assert!(!f.readable_by_others_than(sidecar), "{f:?}");
+        assert!(!f.access().readable_by_others_than(sidecar), "{f:?}");
     }
     for (mode, uid, gid) in [
         (0o644, 0, 0),
@@ -205,6 +211,6 @@ fn key_file_readers_besides_the_sidecar() {
         (0o400, 1000, 1995),
     ] {
         let f = file(mode, uid, gid);
-        assert!(f.readable_by_others_than(sidecar), "{f:?}");
+        assert!(f.access().readable_by_others_than(sidecar), "{f:?}");
     }
 }
