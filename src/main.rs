@@ -8,7 +8,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use zabbix_mcp_guard::app::App;
 use zabbix_mcp_guard::cli::{self, Command, PolicyCommand};
-use zabbix_mcp_guard::config::{Config, DecisionLogSink, LogType, SessionMode, Sources};
+use zabbix_mcp_guard::config::{
+    Config, DecisionLogSink, FileAccess, LogType, SessionMode, Sources, TlsAccept,
+};
 use zabbix_mcp_guard::pidfile::PidFile;
 use zabbix_mcp_guard::policy;
 use zabbix_mcp_guard::preflight::{self, Finding};
@@ -127,13 +129,17 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         "async runtime started"
     );
     runtime.block_on(async move {
-        if let Some(file) = config
+        let seal_key = config
             .approval_seal_key_file
             .as_ref()
-            .filter(|f| f.readable_by_others())
-        {
-            tracing::warn!(path = %file.path.display(), mode = format!("{:o}", file.mode),
-                "ApprovalSealKeyFile is readable by group or others; chmod 600 it");
+            .and_then(|f| f.exposure_warning());
+        let tls_key = config
+            .tls_key_file
+            .as_deref()
+            .filter(|_| config.tls_accept == TlsAccept::Cert)
+            .and_then(|key| FileAccess::warning_for("TLSKeyFile", key));
+        for warning in seal_key.into_iter().chain(tls_key) {
+            tracing::warn!("{warning}");
         }
         let reconfigure = Reconfigure::new(sources, |_| {}, &config);
         let app = App::new(config).context("cannot set up the sidecar")?;

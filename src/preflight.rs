@@ -6,7 +6,7 @@
 //! starts a sidecar denying every call) fails here, so that it is seen before a restart.
 
 use crate::app::{policy_mode, policy_source};
-use crate::config::{Config, TlsAccept};
+use crate::config::{Config, FileAccess, TlsAccept};
 use crate::policy::PolicyEngine;
 use crate::server::tls::{Expiry, ServerCertificate, TlsError};
 use crate::startup::StartupWarning;
@@ -27,7 +27,7 @@ pub enum Finding {
 #[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
     #[error(
-        "policies from {source_name}: {reason}; a start would deny every call until a set loads"
+        "PolicyDir: policies from {source_name}: {reason}; a start would deny every call until a set loads"
     )]
     Policy { source_name: String, reason: String },
     #[error("TLSAccept=cert needs both TLSCertFile and TLSKeyFile")]
@@ -64,6 +64,14 @@ pub fn check(config: &Config) -> Vec<Finding> {
             Err(error) => Finding::Failed(PreflightError::Trust(error)),
         });
     }
+    // As `serve` warns at start: an operator checking a change sees it before the restart.
+    found.extend(
+        config
+            .approval_seal_key_file
+            .as_ref()
+            .and_then(|file| file.exposure_warning())
+            .map(Finding::Warning),
+    );
     found.extend(
         StartupWarning::check(config, &engine)
             .into_iter()
@@ -88,6 +96,7 @@ fn certificate(config: &Config) -> Vec<Finding> {
         cert_file.display(),
         served.sha256()
     ))];
+    found.extend(FileAccess::warning_for("TLSKeyFile", key_file).map(Finding::Warning));
     match served.expiry() {
         Expiry::Later => {}
         Expiry::Soon { days_left } => found.push(Finding::Warning(format!(

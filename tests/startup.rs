@@ -304,3 +304,85 @@ fn test_config_loads_the_files_a_start_would_load() {
         .filter(|l| l.starts_with("zabbix-mcp-guard: "));
     assert_eq!(failures.count(), 3, "{stderr}");
 }
+
+/// `-T` warns of a seal key file others can read, as a start does; before, only the start
+/// said so, after the restart `-T` was run to check.
+#[test]
+fn test_config_warns_of_a_seal_key_others_can_read() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = common::scratch_dir("preflight-seal");
+    let key = dir.join("seal-key");
+    std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let args = [
+        "--policy-dir".as_ref(),
+        policies.as_os_str(),
+        "--approval-seal-key-file".as_ref(),
+        key.as_os_str(),
+    ];
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = test_config(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "warning: ApprovalSealKeyFile {} (mode 644",
+            key.display()
+        )),
+        "{stdout}"
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = test_config(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !stdout.contains("ApprovalSealKeyFile /"),
+        "{stdout}"
+    );
+}
+
+/// A policy directory that does not load is named by its parameter.
+#[test]
+fn test_config_names_policy_dir() {
+    let missing = common::scratch_dir("preflight-no-policies").join("absent");
+    let out = test_config(&["--policy-dir".as_ref(), missing.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("PolicyDir: policies from {}:", missing.display())),
+        "{stderr}"
+    );
+}
+
+/// `-T` warns of a TLS key others can read; before, nothing was said of it.
+#[test]
+fn test_config_warns_of_a_tls_key_others_can_read() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = common::scratch_dir("preflight-tls-key");
+    let (cert, key) = expiring_pair(&dir);
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let args = [
+        "--policy-dir".as_ref(),
+        policies.as_os_str(),
+        "--tls-accept".as_ref(),
+        "cert".as_ref(),
+        "--tls-cert-file".as_ref(),
+        cert.as_os_str(),
+        "--tls-key-file".as_ref(),
+        key.as_os_str(),
+    ];
+    let warning = format!("warning: TLSKeyFile {} (mode 644", key.display());
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = test_config(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(&warning),
+        "{stdout}"
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = test_config(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !stdout.contains("warning: TLSKeyFile"),
+        "{stdout}"
+    );
+}

@@ -257,6 +257,18 @@ fn shared_store(r: &Resolved) -> Result<Option<Secret>, ConfigError> {
             "expected memory or a redis:// or rediss:// URL",
         ));
     }
+    // Parsed as the start parses it, so that `-T` refuses what a start would refuse (before,
+    // `redis://h:99999/` and `/abc` as the database passed `-T` and stopped the start).
+    // Redis' own reason is not shown: it is the crate's text about a URL with a password.
+    if e.value != "memory" && redis::Client::open(e.value.as_str()).is_err() {
+        return Err(ConfigError::bad_value(
+            &e.at(),
+            "***",
+            "a redis URL that does not parse: expected \
+             redis[s]://[[user]:password@]host[:port][/database number], the password \
+             percent-encoded",
+        ));
+    }
     Ok(Some(Secret::new(e.value.as_bytes().to_vec())))
 }
 

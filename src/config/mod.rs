@@ -7,6 +7,7 @@ mod caller_limits;
 mod diff;
 mod error;
 mod file;
+mod file_access;
 mod image;
 mod limits;
 mod merge;
@@ -36,6 +37,7 @@ pub use caller_limits::CallerLimits;
 pub use diff::changed;
 pub use error::{At, ConfigError, Origin};
 pub use file::MAX_INCLUDE_DEPTH;
+pub use file_access::FileAccess;
 pub use image::EnvContract;
 pub use limits::Limits;
 pub use params::{ENV_PREFIX, Param};
@@ -100,11 +102,13 @@ pub struct StatusListenerConfig {
     pub listen_port: u16,
 }
 
-/// The file the approval seal key was read from, with its permission bits.
+/// The file the approval seal key was read from, with its permission bits and owner.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealKeyFile {
     pub path: PathBuf,
     pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// `ApprovalListenIP`, `ApprovalListenPort`, `ApprovalAllowedIP`, `ApprovalURL`. TLS is
@@ -227,9 +231,18 @@ impl Config {
 }
 
 impl SealKeyFile {
-    /// Group or others may read the key: worth a warning at start.
-    pub fn readable_by_others(&self) -> bool {
-        self.mode & 0o044 != 0
+    pub fn access(&self) -> FileAccess {
+        FileAccess {
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+        }
+    }
+
+    /// The warning `serve` logs and `-T` prints when someone besides the sidecar and root
+    /// may read the key.
+    pub fn exposure_warning(&self) -> Option<String> {
+        self.access().warning("ApprovalSealKeyFile", &self.path)
     }
 }
 

@@ -9,6 +9,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 
 use super::error::ConfigError;
 use super::file::Entry;
+use super::file_access::FileAccess;
 use super::merge::Resolved;
 use super::params::Param;
 use super::{SealKeyFile, Secret};
@@ -62,22 +63,14 @@ fn from_file(e: &Entry) -> Result<(Secret, SealKeyFile), ConfigError> {
         .map_err(|err| bad(format!("cannot read the key file: {err}")))?;
     let key =
         decode(&text).map_err(|reason| bad(format!("the file holds no usable key: {reason}")))?;
+    let access = FileAccess::of(&meta);
     let file = SealKeyFile {
         path: PathBuf::from(&e.value),
-        mode: mode_of(&meta),
+        mode: access.mode,
+        uid: access.uid,
+        gid: access.gid,
     };
     Ok((key, file))
-}
-
-#[cfg(unix)]
-fn mode_of(meta: &std::fs::Metadata) -> u32 {
-    use std::os::unix::fs::PermissionsExt as _;
-    meta.permissions().mode() & 0o7777
-}
-
-#[cfg(not(unix))]
-fn mode_of(_meta: &std::fs::Metadata) -> u32 {
-    0o600
 }
 
 /// Hex when the text is only hex digits (even count), else padded base64 (standard or

@@ -115,7 +115,7 @@ fn key_file_with_trailing_newline_and_its_mode() {
     assert_eq!(key_of(&c), bytes());
     let file = c.approval_seal_key_file.clone().unwrap();
     assert_eq!(file.path, path);
-    assert!(!file.readable_by_others());
+    assert!(file.exposure_warning().is_none());
     let text = c.render_effective();
     assert!(
         text.contains(&format!("ApprovalSealKeyFile={}\n", path.display())),
@@ -129,7 +129,13 @@ fn key_file_with_trailing_newline_and_its_mode() {
     let open = key_file("open", &format!("{}\r\n", base64_of_bytes()), 0o644);
     let c = load(&[(Param::ApprovalSealKeyFile, open.to_str().unwrap())]).unwrap();
     assert_eq!(key_of(&c), bytes());
-    assert!(cfg!(not(unix)) || c.approval_seal_key_file.unwrap().readable_by_others());
+    assert!(
+        cfg!(not(unix))
+            || c.approval_seal_key_file
+                .unwrap()
+                .exposure_warning()
+                .is_some()
+    );
     fs::remove_file(path).unwrap();
     fs::remove_file(open).unwrap();
 }
@@ -168,4 +174,43 @@ fn key_and_key_file_together_are_a_configuration_error() {
         "option --approval-seal-key-file: ApprovalSealKey and ApprovalSealKeyFile are both set; give the key one way"
     );
     fs::remove_file(path).unwrap();
+}
+
+/// Whose read the warning is about: others, an owner who is neither root nor the sidecar,
+/// a group other than the sidecar's own. A Kubernetes Secret under `fsGroup` (root, the
+/// sidecar's group, 0440) and a systemd credential (the service user's, 0400) are not.
+#[test]
+fn key_file_readers_besides_the_sidecar() {
+    use super::SealKeyFile;
+    use super::file_access::Process;
+    let sidecar = Process {
+        uid: 1997,
+        gid: 1995,
+    };
+    let file = |mode: u32, uid: u32, gid: u32| SealKeyFile {
+        path: PathBuf::from("/run/secrets/seal-key"),
+        mode,
+        uid,
+        gid,
+    };
+    for (mode, uid, gid) in [
+        (0o440, 0, 1995),
+        (0o400, 0, 0),
+        (0o600, 0, 0),
+        (0o400, 1997, 1995),
+        (0o640, 1997, 1995),
+    ] {
+        let f = file(mode, uid, gid);
+        assert!(!f.access().readable_by_others_than(sidecar), "{f:?}");
+    }
+    for (mode, uid, gid) in [
+        (0o644, 0, 0),
+        (0o404, 1997, 1995),
+        (0o440, 0, 1000),
+        (0o640, 0, 0),
+        (0o400, 1000, 1995),
+    ] {
+        let f = file(mode, uid, gid);
+        assert!(f.access().readable_by_others_than(sidecar), "{f:?}");
+    }
 }

@@ -154,22 +154,34 @@ pub fn listen_ip(at: &At, value: &str) -> Result<Vec<IpAddr>, ConfigError> {
 
 /// `FrontendURL`: an absolute http or https URL without query or fragment.
 pub fn frontend_url(at: &At, value: &str) -> Result<String, ConfigError> {
+    // A URL with user info may hold a password: never echo it, whatever else is wrong.
+    let shown = if value.contains('@') { "***" } else { value };
     let uri: http::Uri = value
         .parse()
-        .map_err(|e: http::uri::InvalidUri| ConfigError::bad_value(at, value, e.to_string()))?;
+        .map_err(|e: http::uri::InvalidUri| ConfigError::bad_value(at, shown, e.to_string()))?;
     let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
     if !scheme_ok || uri.host().is_none_or(str::is_empty) {
         return Err(ConfigError::bad_value(
             at,
-            value,
+            shown,
             "expected an http:// or https:// URL",
         ));
     }
     if uri.query().is_some() {
         return Err(ConfigError::bad_value(
             at,
-            value,
+            shown,
             "the URL must not have a query",
+        ));
+    }
+    // Before, `user:password@` was accepted, never sent (Zabbix gets each caller's own
+    // token in Authorization), and printed by `-T` with the rest of the URL.
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return Err(ConfigError::bad_value(
+            at,
+            shown,
+            "the URL must not hold a user or password: they are not sent (Zabbix gets each \
+             caller's own API token)",
         ));
     }
     Ok(value.to_owned())
@@ -304,9 +316,17 @@ mod tests {
             "ftp://x/",
             "https://x/?a=1",
             "/api_jsonrpc.php",
+            "http://user:s3cret@zabbix.example.com/",
+            "http://user:s3 cret@zabbix.example.com/",
         ] {
-            assert!(frontend_url(&u, bad).is_err(), "{bad}");
+            let err = frontend_url(&u, bad).unwrap_err().to_string();
+            assert!(!err.contains("s3"), "{err}");
         }
+        let err = frontend_url(&u, "https://u:s3cret@z.example.com/").unwrap_err();
+        assert!(
+            err.to_string().contains("must not hold a user or password"),
+            "{err}"
+        );
         let p = at(Param::ToolPrefix);
         assert!(tool_prefix(&p, "zbx.prod-1_").is_ok());
         assert!(tool_prefix(&p, "zbx prod").is_err());

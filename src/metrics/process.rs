@@ -40,10 +40,19 @@ impl Process {
     /// Reads `/proc/self`: blocking file reads (small, in memory, but run them off the
     /// runtime's thread). `None` where there is no `/proc` to read.
     pub fn read() -> Option<Process> {
-        let proc = Path::new("/proc");
+        Process::read_from(Path::new("/proc"))
+    }
+
+    /// As `read`, from a `/proc` mounted at `proc`.
+    fn read_from(proc: &Path) -> Option<Process> {
         let text = |file: &str| std::fs::read_to_string(proc.join(file)).ok();
         let stat = parse_stat(&text("self/stat")?)?;
-        let boot = boot_time(&text("stat")?)?;
+        // The packaged unit's ProcSubset=pid leaves only the process directories in /proc:
+        // no /proc/stat there (before, every process_* metric was then missing).
+        let boot = text("stat")
+            .and_then(|stat| boot_time(&stat))
+            .map(|seconds| seconds as f64)
+            .or_else(boot_time_from_clocks)?;
         let open_fds = std::fs::read_dir(proc.join("self/fd")).ok()?.count();
         #[allow(clippy::cast_precision_loss)] // ticks fit f64's 53 bits for 2.8 million years
         Some(Process {
@@ -52,7 +61,7 @@ impl Process {
             virtual_bytes: stat.virtual_bytes,
             open_fds: u64::try_from(open_fds).unwrap_or(u64::MAX),
             max_fds: text("self/limits").and_then(|limits| open_files_limit(&limits))?,
-            start_time_seconds: boot as f64 + stat.start_ticks as f64 / USER_HZ,
+            start_time_seconds: boot + stat.start_ticks as f64 / USER_HZ,
         })
     }
 }
@@ -132,6 +141,26 @@ fn boot_time(stat: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// When the machine booted, in seconds since 1970, without `/proc/stat`: the wall clock
+/// less the time since boot (`CLOCK_BOOTTIME`, the clock `/proc/self/stat` counts the start
+/// from), as the kernel computes `btime`.
+#[cfg(target_os = "linux")]
+fn boot_time_from_clocks() -> Option<f64> {
+    use rustix::time::{ClockId, clock_gettime};
+    let seconds = |t: rustix::time::Timespec| t.tv_sec as f64 + t.tv_nsec as f64 / 1e9;
+    let since_boot = seconds(clock_gettime(ClockId::Boottime));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
+    Some(now - since_boot)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn boot_time_from_clocks() -> Option<f64> {
+    None
+}
+
 /// The soft limit of `Max open files` in `/proc/self/limits`: `Some(None)` when unlimited.
 fn open_files_limit(limits: &str) -> Option<Option<u64>> {
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
@@ -147,7 +176,10 @@ fn open_files_limit(limits: &str) -> Option<Option<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Process, Stat, boot_time, open_files_limit, parse_stat, resident_bytes};
+    use super::{
+        Process, Stat, boot_time, boot_time_from_clocks, open_files_limit, parse_stat,
+        resident_bytes,
+    };
 
     #[test]
     fn stat_fields_are_counted_after_the_command_name() {
@@ -201,5 +233,24 @@ mod tests {
         assert!(process.start_time_seconds <= now + 1.0, "{process:?}");
         assert!(process.start_time_seconds > now - 86_400.0, "{process:?}");
         assert!(process.cpu_seconds >= 0.0);
+    }
+
+    /// Under ProcSubset=pid (the packaged unit) /proc holds only the process directories:
+    /// the figures are still read, the boot time from the clocks, as /proc/stat would give it.
+    #[test]
+    fn a_proc_with_only_process_directories_still_reads() {
+        let dir = crate::scratch::dir("proc-subset-pid");
+        let _ = std::fs::remove_file(dir.join("self"));
+        std::os::unix::fs::symlink("/proc/self", dir.join("self")).expect("self link");
+        let process = Process::read_from(&dir).expect("read without /proc/stat");
+        let full = Process::read().expect("/proc on Linux");
+        assert!(
+            (process.start_time_seconds - full.start_time_seconds).abs() < 2.0,
+            "{process:?} {full:?}"
+        );
+        let btime = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+        let btime = boot_time(&btime).expect("btime") as f64;
+        let clocks = boot_time_from_clocks().expect("clocks");
+        assert!((clocks - btime).abs() < 2.0, "{clocks} {btime}");
     }
 }

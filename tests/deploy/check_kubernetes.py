@@ -56,8 +56,19 @@ check(frontend.hostname in ("127.0.0.1", "localhost", "::1") and frontend.port =
       f"the sidecar reaches the frontend on the pod's loopback ({env['ZBX_FRONTEND_URL']})")
 mcp_port = {p["name"]: p["containerPort"] for p in guard["ports"]}["mcp"]
 check(str(mcp_port) == env["ZBX_LISTENPORT"], "the MCP port is the one the sidecar listens on")
-check(guard["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "mcp"}, "readiness on /readyz")
-check(guard["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "mcp"}, "liveness on /healthz")
+# The kubelet probes from the node's address; AllowedIP (the agents' network) need not
+# hold it, and the MCP listener closes such a connection at accept. The status listener
+# (StatusListenPort) has no AllowedIP.
+guard_ports = {p["name"]: p["containerPort"] for p in guard["ports"]}
+status_port = env.get("ZABBIX_MCP_GUARD_STATUS_LISTEN_PORT")
+check(guard["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz")
+check(guard["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz")
+for probe in ("readinessProbe", "livenessProbe"):
+    port = guard[probe]["httpGet"]["port"]
+    check(status_port is not None and str(guard_ports.get(port, port)) == status_port,
+          f"{probe} goes to the status listener, not behind AllowedIP ({port})")
+check(status_port not in (None, env["ZBX_LISTENPORT"], str(web_port)),
+      "the status listener has a port of its own in the pod")
 sc = guard["securityContext"]
 check(sc["runAsNonRoot"] and sc["runAsUser"] != 0 and sc["readOnlyRootFilesystem"]
       and sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"],
@@ -84,6 +95,22 @@ for rel in generated[cm_name]["files"]:
 seal = mounts["seal-key"]
 check(env["ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE"].startswith(seal["mountPath"] + "/")
       and "secret" in volumes["seal-key"], "the seal key comes from a Secret file")
+# The kubelet lays a Secret's files out owned by root; with the pod's fsGroup their group
+# is that group and group read is added to defaultMode (kubernetes/kubernetes#57923).
+# The sidecar runs as runAsUser:runAsGroup with fsGroup among its groups.
+pod_sc = pod["spec"].get("securityContext", {})
+fs_group = pod_sc.get("fsGroup")
+key_mode = volumes["seal-key"]["secret"].get("defaultMode", 0o644)
+if fs_group is not None:
+    key_mode |= 0o440
+key_group = fs_group if fs_group is not None else 0
+guard_groups = {sc.get("runAsGroup", pod_sc.get("runAsGroup", 0))} | (
+    {fs_group} if fs_group is not None else set())
+check(key_mode & 0o004 or (key_group in guard_groups and key_mode & 0o040),
+      f"the sidecar (uid {sc['runAsUser']}) can read the seal key the kubelet writes "
+      f"(root:{key_group}, {key_mode:04o})")
+check(not key_mode & 0o004 and key_group in guard_groups,
+      "no one but the sidecar's own group reads the seal key")
 
 # Only the MCP port is exposed.
 service = kinds["Service"]
