@@ -183,7 +183,7 @@ async fn post(guard: &common::Guard, token: &str, body: &str) -> (u16, serde_jso
 async fn malformed_bodies_get_json_rpc_errors_in_both_session_modes() {
     let lab = common::lab(7);
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-    let cases: [(&str, i64, &str); 9] = [
+    let cases: [(&str, i64, &str); 13] = [
         ("", -32700, "the body is not JSON: EOF"),
         ("{", -32700, "the body is not JSON: EOF"),
         (
@@ -216,6 +216,27 @@ async fn malformed_bodies_get_json_rpc_errors_in_both_session_modes() {
             r#"{"jsonrpc":"2.0","id":1}"#,
             -32600,
             r#"the object has no "method""#,
+        ),
+        // Before, these four were "unrecognized JSON-RPC message".
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"host_get"}"#,
+            -32600,
+            r#""params" must be an object"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#,
+            -32600,
+            r#""id" must be a string or an integer from -2^63 to 2^63-1"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}"#,
+            -32600,
+            r#"the object has both "method" and "result""#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+            -32600,
+            "a member of the message object is given more than once",
         ),
     ];
     for mode in [SessionMode::Stateless, SessionMode::Stateful] {
