@@ -223,3 +223,71 @@ async fn revoked_with_sessions(lab: common::Lab, user: TestUser) -> (common::Gua
     user.revoke_token(&lab).await;
     (guard, other)
 }
+
+/// A client that hangs up while its `initialize` is answered. rmcp creates the session
+/// before it answers; on this test's one thread the request is polled by hand until the
+/// session exists and then dropped, as hyper drops it when its client goes. Before, the
+/// owner was recorded only once the answer came back: the session was nobody's (outside
+/// `MaxSessionsPerToken` and the revocation sweep) until it idled out, so a token capped
+/// at 1 got a second one, and by hanging up again and again could take every session.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_whose_client_hung_up_during_initialize_counts_against_its_token() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    config.limits.max_sessions = 10;
+    config.limits.max_sessions_per_token = 1;
+    let app = zabbix_mcp_guard::app::App::new(config).expect("app");
+    let router = zabbix_mcp_guard::server::Router::new(app);
+    let peer: std::net::IpAddr = [127, 0, 0, 1].into();
+    let request = |body: String| {
+        http::Request::post("http://127.0.0.1/mcp")
+            .header("host", "127.0.0.1")
+            .header("authorization", format!("Bearer {}", lab.token))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .expect("request")
+    };
+    let open = async || {
+        let scrape = http::Request::get("http://127.0.0.1/metrics")
+            .header("host", "127.0.0.1")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request");
+        let response = router.handle(scrape, peer).await;
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("metrics")
+            .to_bytes();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        text.lines()
+            .find_map(|line| line.strip_prefix("zabbix_mcp_guard_sessions_open "))
+            .and_then(|n| n.parse::<u32>().ok())
+            .expect("sessions_open")
+    };
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    router.handle(request(ping), peer).await;
+
+    // Polled until the session exists, then dropped unanswered (had it been answered
+    // first, the session would be this token's all the same).
+    let mut answering = Box::pin(router.handle(request(initialize().to_string()), peer));
+    common::wait_until("the session to be created", GENEROUS, async || {
+        let polled = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(answering.as_mut().poll(cx).map(|_| ()))
+        })
+        .await;
+        polled.is_ready() || open().await == 1
+    })
+    .await;
+    drop(answering);
+
+    let again = router.handle(request(initialize().to_string()), peer).await;
+    let sessions = open().await;
+    assert_eq!(
+        again.status(),
+        429,
+        "the abandoned session is this token's ({sessions} open)"
+    );
+    assert_eq!(sessions, 1);
+}

@@ -204,7 +204,7 @@ pub(crate) fn status_host<B>(
 /// A request in the stateful mode, as its session (or its lack of one) admits it; `Err`
 /// for a refusal.
 async fn in_session(
-    owners: &SessionOwners,
+    owners: &Arc<SessionOwners>,
     mcp: &McpEndpoint,
     request: Request<Full<Bytes>>,
     token_id: &str,
@@ -222,13 +222,28 @@ async fn in_session(
             }
             response
         }
-        Admission::New(_creating) => {
-            let caller = request.extensions().get::<Caller>().cloned();
-            let response = mcp.call(request).await;
-            if let Some(caller) = caller {
-                owners.record(response.headers(), &caller).await;
-            }
-            response
+        // In a task of its own: rmcp creates the session before it answers, and a client
+        // hanging up in between would otherwise leave a session no token owns (outside
+        // `MaxSessionsPerToken` and the revocation sweep) until it idled out.
+        Admission::New(creating) => {
+            let (owners, mcp) = (owners.clone(), mcp.clone());
+            let task = tokio::spawn(async move {
+                let _creating = creating;
+                let caller = request.extensions().get::<Caller>().cloned();
+                let response = mcp.call(request).await;
+                if let Some(caller) = caller {
+                    owners.record(response.headers(), &caller).await;
+                }
+                response
+            });
+            task.await.unwrap_or_else(|error| {
+                tracing::error!(%error, "session creation ended without an answer");
+                json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &json!({"error": "internal_error",
+                            "message": "the session could not be created: its task ended without an answer"}),
+                )
+            })
         }
         // Outside sessions as in the stateless mode: through the gate.
         Admission::Sessionless => {

@@ -37,7 +37,8 @@ pub(crate) struct SessionOwners {
     max: usize,
     max_per_token: usize,
     /// Held while a new session is created, so that the cap is not overshot by a burst.
-    creating: tokio::sync::Mutex<()>,
+    /// Owned by the creating task, which outlives a client that hangs up.
+    creating: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The token that created a session: its `token_id` (hash prefix) to compare, the token
@@ -48,11 +49,11 @@ struct Owner {
 }
 
 /// What a request with or without a session id may do.
-pub(crate) enum Admission<'a> {
+pub(crate) enum Admission {
     /// It names a session this token owns.
     Existing,
     /// It may create a session; the guard keeps creation serialized until recorded.
-    New(tokio::sync::MutexGuard<'a, ()>),
+    New(tokio::sync::OwnedMutexGuard<()>),
     /// It names no session and cannot create one (rmcp serves or refuses it as such).
     Sessionless,
 }
@@ -64,7 +65,7 @@ impl SessionOwners {
             owners: Mutex::new(HashMap::new()),
             max,
             max_per_token,
-            creating: tokio::sync::Mutex::new(()),
+            creating: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -76,7 +77,7 @@ impl SessionOwners {
         headers: &HeaderMap,
         body: &[u8],
         token_id: &str,
-    ) -> Result<Admission<'_>, http::Response<Body>> {
+    ) -> Result<Admission, http::Response<Body>> {
         if let Some(id) = headers.get(SESSION_HEADER) {
             let owned = id.to_str().ok().is_some_and(|id| {
                 self.owners
@@ -96,7 +97,7 @@ impl SessionOwners {
         if !method::may_be(body, INITIALIZE) {
             return Ok(Admission::Sessionless);
         }
-        let guard = self.creating.lock().await;
+        let guard = self.creating.clone().lock_owned().await;
         let open = self.manager.sessions.read().await.len();
         if open >= self.max {
             tracing::warn!(sessions = open, "session refused: MaxSessions reached");
