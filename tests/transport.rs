@@ -303,3 +303,39 @@ async fn tool_calls_with_unreadable_params_are_invalid_params_naming_the_fault()
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
     guard.stop().await;
 }
+
+/// A body sent with a content coding is refused with 415 naming it: nothing decodes it, so
+/// its bytes were read as JSON whatever the client (or a proxy on the way) meant by them.
+/// Before, a gzip body was "the body is not JSON", and a plain body labelled `br` was
+/// served as if unlabelled.
+#[tokio::test]
+async fn encoded_bodies_are_refused_naming_the_coding() {
+    let lab = common::lab(7);
+    let guard = start(&lab).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let send = |coding: &'static str| {
+        http()
+            .post(&guard.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {}", lab.token))
+            .header("content-encoding", coding)
+            .body(ping.clone())
+            .send()
+    };
+    for coding in ["gzip", "br", "identity, gzip"] {
+        let response = send(coding).await.unwrap();
+        assert_eq!(response.status(), 415, "{coding}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_request", "{body}");
+        let message = body["message"].as_str().unwrap();
+        let named = coding.trim_start_matches("identity, ");
+        assert!(
+            message.contains(&format!("Content-Encoding \"{named}\"")),
+            "{message}"
+        );
+    }
+    let plain = send("identity").await.unwrap();
+    assert_eq!(plain.status(), 200);
+    guard.stop().await;
+}
