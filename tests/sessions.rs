@@ -291,3 +291,76 @@ async fn a_session_whose_client_hung_up_during_initialize_counts_against_its_tok
     );
     assert_eq!(sessions, 1);
 }
+
+/// Reads an SSE response until a `data:` line holds `needle`; that JSON-RPC message.
+async fn sse_until(response: &mut Response, needle: &str) -> serde_json::Value {
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(GENEROUS, response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no {needle} within {GENEROUS:?}: {text}"))
+            .expect("the stream reads")
+            .unwrap_or_else(|| panic!("the stream ended without {needle}: {text}"));
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let found = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .find(|data| data.contains(needle));
+        if let Some(data) = found {
+            return serde_json::from_str(data).expect("a JSON-RPC message");
+        }
+    }
+}
+
+/// rmcp routes a session's answers by request id: a request reusing the id of one still in
+/// flight took over its route. Before, the second request (`tools/list`, id 7) was
+/// answered while the first (a write waiting for its approval, id 7) never got its answer:
+/// its stream stayed open with keep-alives only. Now the second is refused naming the id,
+/// and the first gets its answer.
+#[tokio::test]
+async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let mut init = initialize();
+    init["params"]["capabilities"] = json!({"elicitation": {"form": {}}});
+    let created = post(&http, &guard.url, &lab.token, None, &init).await;
+    assert_eq!(created.status(), 200);
+    let session = session_of(&created);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let told = post(&http, &guard.url, &lab.token, Some(&session), &initialized).await;
+    assert_eq!(told.status(), 202);
+
+    let eventid = common::seed_id(&lab, "problems", "MCP float too high");
+    let write = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "problem_annotate",
+        "arguments": {"eventids": [eventid], "message": "id reuse test (declined)"}}});
+    let mut first = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
+    assert_eq!(first.status(), 200);
+    let question = sse_until(&mut first, "elicitation/create").await;
+
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    let second = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(second.status(), 400, "the id is in flight");
+    let refusal: serde_json::Value = second.json().await.unwrap();
+    assert_eq!(refusal["id"], 7, "{refusal}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    let message = refusal["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("request id 7 is in use"), "{message}");
+
+    let decline = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
+    let answered = post(&http, &guard.url, &lab.token, Some(&session), &decline).await;
+    assert_eq!(answered.status(), 202);
+    let result = sse_until(&mut first, r#""id":7"#).await;
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.contains("approval_declined"), "{result}");
+
+    // Answered, the id is free again.
+    let again = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(again.status(), 200);
+    guard.stop().await;
+}

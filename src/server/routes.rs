@@ -213,14 +213,17 @@ async fn in_session(
     let admission = owners.admit(&parts.headers, &bytes, token_id).await?;
     let request = Request::from_parts(parts, Full::new(bytes));
     Ok(match admission {
-        Admission::Existing => {
+        Admission::Existing(claim) => {
             let deleting = request.method() == Method::DELETE;
             let mut response = mcp.call(request).await;
             if deleting {
                 owners.forget_ended().await;
                 ended_is_no_content(&mut response);
             }
-            response
+            match claim {
+                Some(claim) => listeners::hold(response, claim),
+                None => response,
+            }
         }
         // In a task of its own: rmcp creates the session before it answers, and a client
         // hanging up in between would otherwise leave a session no token owns (outside

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 
 use crate::app::App;
 use crate::metrics::Revoked;
+use crate::server::in_flight::{Claim, InFlightIds};
 use crate::server::method;
 use crate::server::routes::{Body, json_response};
 use crate::zabbix::{ApiToken, Caller};
@@ -39,6 +40,8 @@ pub(crate) struct SessionOwners {
     /// Held while a new session is created, so that the cap is not overshot by a burst.
     /// Owned by the creating task, which outlives a client that hangs up.
     creating: Arc<tokio::sync::Mutex<()>>,
+    /// The request ids in flight in each session.
+    in_flight: Arc<InFlightIds>,
 }
 
 /// The token that created a session: its `token_id` (hash prefix) to compare, the token
@@ -50,8 +53,8 @@ struct Owner {
 
 /// What a request with or without a session id may do.
 pub(crate) enum Admission {
-    /// It names a session this token owns.
-    Existing,
+    /// It names a session this token owns; a request holds its id there until answered.
+    Existing(Option<Claim>),
     /// It may create a session; the guard keeps creation serialized until recorded.
     New(tokio::sync::OwnedMutexGuard<()>),
     /// It names no session and cannot create one (rmcp serves or refuses it as such).
@@ -66,6 +69,7 @@ impl SessionOwners {
             max,
             max_per_token,
             creating: Arc::new(tokio::sync::Mutex::new(())),
+            in_flight: Arc::default(),
         }
     }
 
@@ -79,19 +83,22 @@ impl SessionOwners {
         token_id: &str,
     ) -> Result<Admission, http::Response<Body>> {
         if let Some(id) = headers.get(SESSION_HEADER) {
-            let owned = id.to_str().ok().is_some_and(|id| {
+            let owned = id.to_str().ok().filter(|id| {
                 self.owners
                     .lock()
                     .ok()
-                    .is_some_and(|owners| owners.get(id).is_some_and(|o| o.token_id == token_id))
+                    .is_some_and(|owners| owners.get(*id).is_some_and(|o| o.token_id == token_id))
             });
-            return if owned {
-                Ok(Admission::Existing)
-            } else {
-                Err(json_response(
+            return match owned {
+                Some(id) => self
+                    .in_flight
+                    .claim(id, body)
+                    .map(Admission::Existing)
+                    .map_err(|refused| refused.response()),
+                None => Err(json_response(
                     StatusCode::NOT_FOUND,
                     &json!({"error": "session_not_found", "message": "no such session"}),
-                ))
+                )),
             };
         }
         if !method::may_be(body, INITIALIZE) {
