@@ -24,7 +24,7 @@ use crate::mcp::errors;
 use crate::mcp::splice::Splice;
 use crate::server::body::{BodyBudget, read_body};
 use crate::server::direct::{self, Direct, Served};
-use crate::server::gate::McpGate;
+use crate::server::gate::{Inside, McpGate};
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::listeners::{self, Listeners};
@@ -76,8 +76,10 @@ impl McpEndpoint {
         };
         // The body stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
         let json_body = direct::is_json(request.headers());
-        let (parts, bytes) = direct::into_bytes(request).await;
+        let (mut parts, bytes) = direct::into_bytes(request).await;
         let listening = if parts.method == Method::POST && listeners::may_listen(&bytes) {
+            // A stream is bounded by the listen caps; it would hold a place for its life.
+            parts.extensions.remove::<Inside>();
             let token_id = parts
                 .extensions
                 .get::<Caller>()
@@ -151,7 +153,7 @@ where
                         };
                     let response = match &mcp.sessions {
                         None => {
-                            let _inside = match mcp.gate.enter().await {
+                            let inside = match mcp.gate.enter().await {
                                 Ok(inside) => inside,
                                 Err(response) => return response,
                             };
@@ -159,6 +161,7 @@ where
                             // reads splice their text in.
                             let splice = Splice::default();
                             let mut request = request;
+                            request.extensions_mut().insert(inside);
                             request.extensions_mut().insert(splice.clone());
                             splice.apply(mcp.call(request).await).await
                         }
@@ -250,7 +253,9 @@ async fn in_session(
         }
         // Outside sessions as in the stateless mode: through the gate.
         Admission::Sessionless => {
-            let _inside = mcp.gate.enter().await?;
+            let inside = mcp.gate.enter().await?;
+            let mut request = request;
+            request.extensions_mut().insert(inside);
             mcp.call(request).await
         }
     })
