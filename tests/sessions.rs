@@ -364,3 +364,49 @@ async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
     assert_eq!(again.status(), 200);
     guard.stop().await;
 }
+
+/// The id stays in use while its request's handler goes on after its client hung up (a
+/// write waiting for its approval): rmcp would route that request's answer to a new
+/// request's stream. Before, the id was given back with the HTTP response.
+#[tokio::test]
+async fn an_id_stays_in_use_while_its_abandoned_request_goes_on() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let mut init = initialize();
+    init["params"]["capabilities"] = json!({"elicitation": {"form": {}}});
+    let created = post(&http, &guard.url, &lab.token, None, &init).await;
+    let session = session_of(&created);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(&http, &guard.url, &lab.token, Some(&session), &initialized).await;
+
+    let eventid = common::seed_id(&lab, "problems", "MCP float too high");
+    let write = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "problem_annotate",
+        "arguments": {"eventids": [eventid], "message": "abandoned id test (never approved)"}}});
+    let mut first = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
+    sse_until(&mut first, "elicitation/create").await;
+    drop(first);
+    drop(http);
+
+    let http = Client::new();
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+    // The sidecar learns of the hangup when an SSE keep-alive fails to go out.
+    let noticed = Duration::from_secs(120);
+    common::wait_until("the abandoned stream to be closed", noticed, async || {
+        common::metrics::scrape(&guard.base)
+            .await
+            .get("connections_open")
+            <= 1.0
+    })
+    .await;
+    let second = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(
+        second.status(),
+        400,
+        "the abandoned request is still in flight"
+    );
+    guard.stop().await;
+}

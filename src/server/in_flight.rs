@@ -21,9 +21,14 @@ pub(crate) struct InFlightIds {
     claimed: Mutex<HashSet<(String, RequestId)>>,
 }
 
-/// One request's hold on its id in its session, given up when dropped (its answer ended,
-/// or its client went away).
+/// One request's hold on its id in its session, given up once its answer has ended and
+/// its handler is done (a handler goes on when its client hangs up): both hold a copy.
+#[derive(Clone)]
 pub(crate) struct Claim {
+    _held: Arc<Held>,
+}
+
+struct Held {
     ids: Arc<InFlightIds>,
     key: (String, RequestId),
 }
@@ -68,8 +73,10 @@ impl InFlightIds {
         }
         claimed.insert(key.clone());
         Ok(Some(Claim {
-            ids: self.clone(),
-            key,
+            _held: Arc::new(Held {
+                ids: self.clone(),
+                key,
+            }),
         }))
     }
 }
@@ -85,7 +92,7 @@ impl IdInFlight {
     }
 }
 
-impl Drop for Claim {
+impl Drop for Held {
     fn drop(&mut self) {
         self.ids
             .claimed

@@ -218,6 +218,10 @@ async fn in_session(
     Ok(match admission {
         Admission::Existing(claim) => {
             let deleting = request.method() == Method::DELETE;
+            let mut request = request;
+            if let Some(claim) = &claim {
+                request.extensions_mut().insert(claim.clone());
+            }
             let mut response = mcp.call(request).await;
             if deleting {
                 owners.forget_ended().await;
