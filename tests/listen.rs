@@ -145,6 +145,11 @@ async fn a_listen_stream_hears_tool_list_changes_in_both_session_modes() {
             guard.app().list_changed.streams() == 1
         })
         .await;
+        // Bounded by the listen caps, an open stream holds no place in the MCP gate.
+        let inside = common::metrics::scrape(&guard.base)
+            .await
+            .get("mcp_requests_in_progress");
+        assert_eq!(inside, 0.0, "{mode:?}");
 
         revise(&guard, &policies, "revised");
         let heard = tokio::time::timeout(WAIT, subscription.next())

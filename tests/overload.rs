@@ -13,6 +13,7 @@ use zabbix_mcp_guard::config::DecisionLogSink;
 use common::fault::{self, Fault};
 
 const CALLS: usize = 8;
+const GENEROUS: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn a_call_that_cannot_get_a_zabbix_slot_in_time_is_overloaded_not_a_zabbix_timeout() {
@@ -108,5 +109,60 @@ async fn the_python_sdk_reads_overloaded() {
     assert!(message.contains("MaxZabbixConcurrency"), "{seen}");
     assert_eq!(stub.seen("host.get") - sent_before, ok as usize, "{seen}");
     let _ = warm.cancel().await;
+    guard.stop().await;
+}
+
+/// A call keeps its place in the MCP gate until it ends, also when its client hangs up:
+/// the call goes on (its outcome reaches the decision log), and so does what it holds.
+/// Before, the place was given back with the HTTP request, so a client that sent calls and
+/// hung up at once had any number of them going on past the gate (a reviewer had 930 calls
+/// in flight behind a gate of 32 within 12 s, each waiting for a Zabbix slot).
+#[tokio::test]
+async fn a_call_whose_client_hung_up_keeps_its_place_in_the_gate_until_it_ends() {
+    const HUNG_UP: usize = 4;
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let mut config = common::config_for(&stub.url);
+    config.timeout = Duration::from_secs(5);
+    let guard = common::start_with(config).await;
+    let http = reqwest::Client::new();
+    let post = |body: serde_json::Value| {
+        http.post(&guard.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", "Bearer gate-token")
+            .body(body.to_string())
+            .send()
+    };
+    let ping = post(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .await
+        .unwrap();
+    assert_eq!(ping.status(), 200, "the identity is cached");
+    stub.set(Fault::Slow(Duration::from_secs(30)));
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "host_get", "arguments": {"limit": 1}}});
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..HUNG_UP {
+        calls.spawn(post(call.clone()));
+    }
+    let metric = async |name: &str| common::metrics::scrape(&guard.base).await.get(name);
+    common::wait_until("the calls to be in flight", GENEROUS, async || {
+        metric("calls_in_flight").await == HUNG_UP as f64
+    })
+    .await;
+    calls.abort_all();
+    common::wait_until(
+        "the clients' connections to be closed",
+        GENEROUS,
+        async || metric("connections_open").await <= 1.0,
+    )
+    .await;
+    assert_eq!(metric("calls_in_flight").await, HUNG_UP as f64);
+    assert_eq!(metric("mcp_requests_in_progress").await, HUNG_UP as f64);
+    common::wait_until(
+        "the calls to end (upstream_timeout)",
+        GENEROUS,
+        async || metric("mcp_requests_in_progress").await == 0.0,
+    )
+    .await;
     guard.stop().await;
 }

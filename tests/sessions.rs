@@ -223,3 +223,190 @@ async fn revoked_with_sessions(lab: common::Lab, user: TestUser) -> (common::Gua
     user.revoke_token(&lab).await;
     (guard, other)
 }
+
+/// A client that hangs up while its `initialize` is answered. rmcp creates the session
+/// before it answers; on this test's one thread the request is polled by hand until the
+/// session exists and then dropped, as hyper drops it when its client goes. Before, the
+/// owner was recorded only once the answer came back: the session was nobody's (outside
+/// `MaxSessionsPerToken` and the revocation sweep) until it idled out, so a token capped
+/// at 1 got a second one, and by hanging up again and again could take every session.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_whose_client_hung_up_during_initialize_counts_against_its_token() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    config.limits.max_sessions = 10;
+    config.limits.max_sessions_per_token = 1;
+    let app = zabbix_mcp_guard::app::App::new(config).expect("app");
+    let router = zabbix_mcp_guard::server::Router::new(app);
+    let peer: std::net::IpAddr = [127, 0, 0, 1].into();
+    let request = |body: String| {
+        http::Request::post("http://127.0.0.1/mcp")
+            .header("host", "127.0.0.1")
+            .header("authorization", format!("Bearer {}", lab.token))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .expect("request")
+    };
+    let open = async || {
+        let scrape = http::Request::get("http://127.0.0.1/metrics")
+            .header("host", "127.0.0.1")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request");
+        let response = router.handle(scrape, peer).await;
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("metrics")
+            .to_bytes();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        text.lines()
+            .find_map(|line| line.strip_prefix("zabbix_mcp_guard_sessions_open "))
+            .and_then(|n| n.parse::<u32>().ok())
+            .expect("sessions_open")
+    };
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    router.handle(request(ping), peer).await;
+
+    // Polled until the session exists, then dropped unanswered (had it been answered
+    // first, the session would be this token's all the same).
+    let mut answering = Box::pin(router.handle(request(initialize().to_string()), peer));
+    common::wait_until("the session to be created", GENEROUS, async || {
+        let polled = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(answering.as_mut().poll(cx).map(|_| ()))
+        })
+        .await;
+        polled.is_ready() || open().await == 1
+    })
+    .await;
+    drop(answering);
+
+    let again = router.handle(request(initialize().to_string()), peer).await;
+    let sessions = open().await;
+    assert_eq!(
+        again.status(),
+        429,
+        "the abandoned session is this token's ({sessions} open)"
+    );
+    assert_eq!(sessions, 1);
+}
+
+/// Reads an SSE response until a `data:` line holds `needle`; that JSON-RPC message.
+async fn sse_until(response: &mut Response, needle: &str) -> serde_json::Value {
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(GENEROUS, response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no {needle} within {GENEROUS:?}: {text}"))
+            .expect("the stream reads")
+            .unwrap_or_else(|| panic!("the stream ended without {needle}: {text}"));
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let found = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .find(|data| data.contains(needle));
+        if let Some(data) = found {
+            return serde_json::from_str(data).expect("a JSON-RPC message");
+        }
+    }
+}
+
+/// rmcp routes a session's answers by request id: a request reusing the id of one still in
+/// flight took over its route. Before, the second request (`tools/list`, id 7) was
+/// answered while the first (a write waiting for its approval, id 7) never got its answer:
+/// its stream stayed open with keep-alives only. Now the second is refused naming the id,
+/// and the first gets its answer.
+#[tokio::test]
+async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let mut init = initialize();
+    init["params"]["capabilities"] = json!({"elicitation": {"form": {}}});
+    let created = post(&http, &guard.url, &lab.token, None, &init).await;
+    assert_eq!(created.status(), 200);
+    let session = session_of(&created);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let told = post(&http, &guard.url, &lab.token, Some(&session), &initialized).await;
+    assert_eq!(told.status(), 202);
+
+    let eventid = common::seed_id(&lab, "problems", "MCP float too high");
+    let write = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "problem_annotate",
+        "arguments": {"eventids": [eventid], "message": "id reuse test (declined)"}}});
+    let mut first = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
+    assert_eq!(first.status(), 200);
+    let question = sse_until(&mut first, "elicitation/create").await;
+
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    let second = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(second.status(), 400, "the id is in flight");
+    let refusal: serde_json::Value = second.json().await.unwrap();
+    assert_eq!(refusal["id"], 7, "{refusal}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    let message = refusal["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("request id 7 is in use"), "{message}");
+
+    let decline = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
+    let answered = post(&http, &guard.url, &lab.token, Some(&session), &decline).await;
+    assert_eq!(answered.status(), 202);
+    let result = sse_until(&mut first, r#""id":7"#).await;
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.contains("approval_declined"), "{result}");
+
+    // Answered, the id is free again.
+    let again = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(again.status(), 200);
+    guard.stop().await;
+}
+
+/// The id stays in use while its request's handler goes on after its client hung up (a
+/// write waiting for its approval): rmcp would route that request's answer to a new
+/// request's stream. Before, the id was given back with the HTTP response.
+#[tokio::test]
+async fn an_id_stays_in_use_while_its_abandoned_request_goes_on() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let http = Client::new();
+    let mut init = initialize();
+    init["params"]["capabilities"] = json!({"elicitation": {"form": {}}});
+    let created = post(&http, &guard.url, &lab.token, None, &init).await;
+    let session = session_of(&created);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(&http, &guard.url, &lab.token, Some(&session), &initialized).await;
+
+    let eventid = common::seed_id(&lab, "problems", "MCP float too high");
+    let write = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "problem_annotate",
+        "arguments": {"eventids": [eventid], "message": "abandoned id test (never approved)"}}});
+    let mut first = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
+    sse_until(&mut first, "elicitation/create").await;
+    drop(first);
+    drop(http);
+
+    let http = Client::new();
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+    // The sidecar learns of the hangup when an SSE keep-alive fails to go out.
+    let noticed = Duration::from_secs(120);
+    common::wait_until("the abandoned stream to be closed", noticed, async || {
+        common::metrics::scrape(&guard.base)
+            .await
+            .get("connections_open")
+            <= 1.0
+    })
+    .await;
+    let second = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(
+        second.status(),
+        400,
+        "the abandoned request is still in flight"
+    );
+    guard.stop().await;
+}

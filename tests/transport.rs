@@ -183,7 +183,7 @@ async fn post(guard: &common::Guard, token: &str, body: &str) -> (u16, serde_jso
 async fn malformed_bodies_get_json_rpc_errors_in_both_session_modes() {
     let lab = common::lab(7);
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-    let cases: [(&str, i64, &str); 9] = [
+    let cases: [(&str, i64, &str); 13] = [
         ("", -32700, "the body is not JSON: EOF"),
         ("{", -32700, "the body is not JSON: EOF"),
         (
@@ -216,6 +216,27 @@ async fn malformed_bodies_get_json_rpc_errors_in_both_session_modes() {
             r#"{"jsonrpc":"2.0","id":1}"#,
             -32600,
             r#"the object has no "method""#,
+        ),
+        // Before, these four were "unrecognized JSON-RPC message".
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"host_get"}"#,
+            -32600,
+            r#""params" must be an object"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#,
+            -32600,
+            r#""id" must be a string or an integer from -2^63 to 2^63-1"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}"#,
+            -32600,
+            r#"the object has both "method" and "result""#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+            -32600,
+            "a member of the message object is given more than once",
         ),
     ];
     for mode in [SessionMode::Stateless, SessionMode::Stateful] {
@@ -280,5 +301,41 @@ async fn tool_calls_with_unreadable_params_are_invalid_params_naming_the_fault()
     let body = r#"{"jsonrpc":"2.0","id":7,"method":"no/such","params":{}}"#;
     let (_, answer) = post(&guard, &lab.token, body).await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    guard.stop().await;
+}
+
+/// A body sent with a content coding is refused with 415 naming it: nothing decodes it, so
+/// its bytes were read as JSON whatever the client (or a proxy on the way) meant by them.
+/// Before, a gzip body was "the body is not JSON", and a plain body labelled `br` was
+/// served as if unlabelled.
+#[tokio::test]
+async fn encoded_bodies_are_refused_naming_the_coding() {
+    let lab = common::lab(7);
+    let guard = start(&lab).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let send = |coding: &'static str| {
+        http()
+            .post(&guard.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {}", lab.token))
+            .header("content-encoding", coding)
+            .body(ping.clone())
+            .send()
+    };
+    for coding in ["gzip", "br", "identity, gzip"] {
+        let response = send(coding).await.unwrap();
+        assert_eq!(response.status(), 415, "{coding}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_request", "{body}");
+        let message = body["message"].as_str().unwrap();
+        let named = coding.trim_start_matches("identity, ");
+        assert!(
+            message.contains(&format!("Content-Encoding \"{named}\"")),
+            "{message}"
+        );
+    }
+    let plain = send("identity").await.unwrap();
+    assert_eq!(plain.status(), 200);
     guard.stop().await;
 }

@@ -332,7 +332,7 @@ async fn read_form(
     match body::read(request.into_body(), MAX_FORM_BYTES, timeout, budget).await {
         // The form is parsed into owned pairs at once: its share ends here.
         Ok((bytes, _share)) => Ok(form_urlencoded::parse(&bytes).into_owned().collect()),
-        Err(BodyError::TooLarge(_) | BodyError::Unreadable) => {
+        Err(BodyError::TooLarge(_) | BodyError::Unreadable | BodyError::Encoded(_)) => {
             Err(closing(plain(StatusCode::PAYLOAD_TOO_LARGE, "Bad form")))
         }
         Err(BodyError::OverBudget(_)) => Err(closing(plain(

@@ -366,6 +366,9 @@ pub(crate) fn malformed_body(error: &MalformedBody) -> (StatusCode, Value) {
         | MalformedBody::Id
         | MalformedBody::Method
         | MalformedBody::NoMethod
+        | MalformedBody::MethodAndAnswer(_)
+        | MalformedBody::Params
+        | MalformedBody::Repeated
         | MalformedBody::Other(_) => ErrorCode::INVALID_REQUEST,
     };
     let body = json!({

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, RETRY_AFTER};
+use http::header::{CONTENT_ENCODING, HeaderValue, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body as HttpBody;
@@ -83,6 +83,12 @@ pub(crate) enum BodyError {
     OverBudget(usize),
     #[error("the request body did not arrive within {}s (BodyTimeout)", .0.as_secs())]
     Timeout(Duration),
+    /// A content coding other than `identity`: decoding none, reading the bytes as JSON
+    /// would take them for something other than what the client (and any proxy) meant.
+    #[error(
+        "the request body is sent with Content-Encoding {0:?}; send it unencoded (this server decodes no content coding)"
+    )]
+    Encoded(String),
 }
 
 /// Reads `body` whole within `timeout`, `max` bytes and `budget`, so a client that trickles
@@ -155,10 +161,26 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = request.into_parts();
+    if let Some(coding) = encoded(&parts.headers) {
+        return Err(refusal(&BodyError::Encoded(coding)));
+    }
     match read(body, MAX_REQUEST_BODY_BYTES, timeout, budget).await {
         Ok((bytes, share)) => Ok((Request::from_parts(parts, Full::new(bytes)), share)),
         Err(error) => Err(refusal(&error)),
     }
+}
+
+/// The content codings of a request other than `identity`, as the client wrote them; `None`
+/// for a body sent as is.
+fn encoded(headers: &http::HeaderMap) -> Option<String> {
+    let mut codings = headers.get_all(CONTENT_ENCODING).iter().peekable();
+    codings.peek()?;
+    let named: Vec<&str> = codings
+        .flat_map(|value| value.to_str().unwrap_or("\u{fffd}").split(','))
+        .map(str::trim)
+        .filter(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("identity"))
+        .collect();
+    (!named.is_empty()).then(|| named.join(", "))
 }
 
 /// The MCP listener's answer to a body not read; the connection is closed after it (the
@@ -169,6 +191,7 @@ fn refusal(error: &BodyError) -> Response<Body> {
         BodyError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
         BodyError::Unreadable => (StatusCode::BAD_REQUEST, "invalid_request"),
         BodyError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "invalid_request"),
+        BodyError::Encoded(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_request"),
         BodyError::OverBudget(_) => {
             tracing::info!("request refused: request bodies at the memory budget (overloaded)");
             let message =

@@ -7,12 +7,13 @@
 //! parsed head and body. The wait is bounded
 //! by `Timeout`; running out of it is HTTP 503 `overloaded` (nothing was done, retry).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderValue, RETRY_AFTER};
 use http::{Response, StatusCode};
 use serde_json::json;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::server::routes::{Body, json_response};
 
@@ -23,7 +24,7 @@ const PER_ZABBIX_SLOT: usize = 2;
 const MIN_WIDTH: usize = 32;
 
 pub(crate) struct McpGate {
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
     width: usize,
     wait: Duration,
 }
@@ -35,7 +36,7 @@ impl McpGate {
             .saturating_mul(PER_ZABBIX_SLOT)
             .max(MIN_WIDTH);
         McpGate {
-            slots: Semaphore::new(width),
+            slots: Arc::new(Semaphore::new(width)),
             width,
             wait,
         }
@@ -47,9 +48,11 @@ impl McpGate {
     }
 
     /// A place among the requests being answered, or the 503 to answer when none freed up within `wait`.
-    pub(crate) async fn enter(&self) -> Result<SemaphorePermit<'_>, Response<Body>> {
-        match tokio::time::timeout(self.wait, self.slots.acquire()).await {
-            Ok(Ok(permit)) => Ok(permit),
+    pub(crate) async fn enter(&self) -> Result<Inside, Response<Body>> {
+        match tokio::time::timeout(self.wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(Inside {
+                _permit: Arc::new(permit),
+            }),
             // Never closed; treated as overload rather than a panic.
             Ok(Err(_)) | Err(_) => {
                 tracing::info!(
@@ -70,6 +73,14 @@ impl McpGate {
             }
         }
     }
+}
+
+/// A request's place inside the gate. It travels in the request's extensions to the
+/// handler's context, which the direct path and rmcp keep in a task of their own until the
+/// call ends: a client that hangs up does not give the place back while its call goes on.
+#[derive(Clone, Debug)]
+pub(crate) struct Inside {
+    _permit: Arc<OwnedSemaphorePermit>,
 }
 
 #[cfg(test)]

@@ -128,11 +128,12 @@ pub(crate) fn may_listen(body: &[u8]) -> bool {
         && method::may_be(body, LISTEN_METHOD)
 }
 
-/// The response with the stream's place held until its body ends or is dropped.
-pub(crate) fn hold(response: Response<Body>, permit: ListenPermit) -> Response<Body> {
+/// The response with `held` (a stream's place, a request id's claim) kept until its body
+/// ends or is dropped.
+pub(crate) fn hold<T: Send + Sync + 'static>(response: Response<Body>, held: T) -> Response<Body> {
     response.map(|body| {
         body.map_frame(move |frame| {
-            let _held = &permit;
+            let _held = &held;
             frame
         })
         .boxed()

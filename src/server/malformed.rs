@@ -19,7 +19,7 @@ pub(crate) enum MalformedBody {
     NotAnObject(&'static str),
     #[error("\"jsonrpc\" must be \"2.0\"")]
     Version,
-    #[error("\"id\" must be a string or an integer")]
+    #[error("\"id\" must be a string or an integer from -2^63 to 2^63-1")]
     Id,
     #[error("\"method\" must be a string")]
     Method,
@@ -27,6 +27,15 @@ pub(crate) enum MalformedBody {
         "the object has no \"method\" (a request or notification) and no \"result\" or \"error\" (a response)"
     )]
     NoMethod,
+    #[error(
+        "the object has both \"method\" and \"{0}\": a message is a request, a notification or a response, not two"
+    )]
+    MethodAndAnswer(&'static str),
+    #[error("\"params\" must be an object (or left out)")]
+    Params,
+    /// serde_json's value keeps the last of a repeated member; rmcp's typed read refuses it.
+    #[error("a member of the message object is given more than once")]
+    Repeated,
     /// Anything else rmcp refuses, in serde's words.
     #[error("the object is not a JSON-RPC message: {0}")]
     Other(String),
@@ -40,9 +49,15 @@ pub(crate) fn diagnose(body: &[u8]) -> Option<MalformedBody> {
         Err(error) => return Some(MalformedBody::NotJson(error)),
     };
     Some(match value {
-        Value::Object(fields) => {
-            in_object(&fields).unwrap_or(MalformedBody::Other(refused.to_string()))
-        }
+        Value::Object(fields) => match in_object(&fields) {
+            Some(fault) => fault,
+            None if serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(fields))
+                .is_ok() =>
+            {
+                MalformedBody::Repeated
+            }
+            None => MalformedBody::Other(refused.to_string()),
+        },
         Value::Array(_) => MalformedBody::Batch,
         Value::String(_) => MalformedBody::NotAnObject("string"),
         Value::Number(_) => MalformedBody::NotAnObject("number"),
@@ -57,17 +72,33 @@ fn in_object(fields: &Map<String, Value>) -> Option<MalformedBody> {
         return Some(MalformedBody::Version);
     }
     if let Some(id) = fields.get("id")
-        && !(id.is_string() || id.is_i64() || id.is_u64())
+        && !(id.is_string() || id.is_i64() || id.as_f64().is_some_and(integral))
     {
         return Some(MalformedBody::Id);
     }
-    match fields.get("method") {
-        Some(method) if !method.is_string() => Some(MalformedBody::Method),
-        None if !fields.contains_key("result") && !fields.contains_key("error") => {
-            Some(MalformedBody::NoMethod)
+    let answer = ["result", "error"]
+        .into_iter()
+        .find(|key| fields.contains_key(*key));
+    match (fields.get("method"), answer) {
+        (Some(method), _) if !method.is_string() => return Some(MalformedBody::Method),
+        (Some(_), Some(answer)) => return Some(MalformedBody::MethodAndAnswer(answer)),
+        (None, None) => return Some(MalformedBody::NoMethod),
+        _ => {}
+    }
+    match fields.get("params") {
+        Some(params)
+            if fields.contains_key("method") && !(params.is_object() || params.is_null()) =>
+        {
+            Some(MalformedBody::Params)
         }
         _ => None,
     }
+}
+
+/// An integer written in float form (`1.0`, `1e2`) that rmcp takes as an id: one an `f64`
+/// holds exactly.
+fn integral(f: f64) -> bool {
+    f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0
 }
 
 #[cfg(test)]
@@ -126,11 +157,19 @@ mod tests {
             why(r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#),
             r#""jsonrpc" must be "2.0""#
         );
-        for id in ["null", "{}", "1.5", "true", "[1]"] {
+        for id in [
+            "null",
+            "{}",
+            "1.5",
+            "true",
+            "[1]",
+            "9223372036854775808",
+            "1e300",
+        ] {
             let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
             assert_eq!(
                 why(&body),
-                r#""id" must be a string or an integer"#,
+                r#""id" must be a string or an integer from -2^63 to 2^63-1"#,
                 "{body}"
             );
         }
@@ -139,5 +178,51 @@ mod tests {
             r#""method" must be a string"#
         );
         assert!(why(r#"{"jsonrpc":"2.0","id":1}"#).starts_with("the object has no \"method\""));
+    }
+
+    /// Before, each of these was "the object is not a JSON-RPC message: unrecognized
+    /// JSON-RPC message": rmcp's words for a message that fits none of its shapes.
+    #[test]
+    fn params_answers_and_repeated_members_are_named() {
+        for params in ["\"x\"", "7", "[]", "[1]", "true"] {
+            for method in [
+                "tools/call",
+                "tools/list",
+                "ping",
+                "notifications/initialized",
+            ] {
+                let body =
+                    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+                assert_eq!(
+                    why(&body),
+                    r#""params" must be an object (or left out)"#,
+                    "{body}"
+                );
+            }
+        }
+        assert_eq!(
+            why(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}"#),
+            "the object has both \"method\" and \"result\": a message is a request, a notification or a response, not two"
+        );
+        assert!(
+            why(r#"{"jsonrpc":"2.0","id":1,"method":"ping","error":{"code":1,"message":"x"}}"#)
+                .contains(r#"and "error""#)
+        );
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        ] {
+            assert_eq!(
+                why(body),
+                "a member of the message object is given more than once",
+                "{body}"
+            );
+        }
+        // Ids rmcp takes in float form stay messages.
+        for id in ["1.0", "1e2", "-3.0"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            assert!(diagnose(body.as_bytes()).is_none(), "{body}");
+        }
     }
 }

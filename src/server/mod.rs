@@ -9,6 +9,7 @@ mod direct_parse;
 mod gate;
 pub mod guard;
 pub mod hangup;
+pub(crate) mod in_flight;
 pub(crate) mod listeners;
 pub(crate) mod malformed;
 mod method;

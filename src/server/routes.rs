@@ -24,7 +24,7 @@ use crate::mcp::errors;
 use crate::mcp::splice::Splice;
 use crate::server::body::{BodyBudget, read_body};
 use crate::server::direct::{self, Direct, Served};
-use crate::server::gate::McpGate;
+use crate::server::gate::{Inside, McpGate};
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::listeners::{self, Listeners};
@@ -76,8 +76,10 @@ impl McpEndpoint {
         };
         // The body stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
         let json_body = direct::is_json(request.headers());
-        let (parts, bytes) = direct::into_bytes(request).await;
+        let (mut parts, bytes) = direct::into_bytes(request).await;
         let listening = if parts.method == Method::POST && listeners::may_listen(&bytes) {
+            // A stream is bounded by the listen caps; it would hold a place for its life.
+            parts.extensions.remove::<Inside>();
             let token_id = parts
                 .extensions
                 .get::<Caller>()
@@ -151,7 +153,7 @@ where
                         };
                     let response = match &mcp.sessions {
                         None => {
-                            let _inside = match mcp.gate.enter().await {
+                            let inside = match mcp.gate.enter().await {
                                 Ok(inside) => inside,
                                 Err(response) => return response,
                             };
@@ -159,6 +161,7 @@ where
                             // reads splice their text in.
                             let splice = Splice::default();
                             let mut request = request;
+                            request.extensions_mut().insert(inside);
                             request.extensions_mut().insert(splice.clone());
                             splice.apply(mcp.call(request).await).await
                         }
@@ -204,7 +207,7 @@ pub(crate) fn status_host<B>(
 /// A request in the stateful mode, as its session (or its lack of one) admits it; `Err`
 /// for a refusal.
 async fn in_session(
-    owners: &SessionOwners,
+    owners: &Arc<SessionOwners>,
     mcp: &McpEndpoint,
     request: Request<Full<Bytes>>,
     token_id: &str,
@@ -213,26 +216,50 @@ async fn in_session(
     let admission = owners.admit(&parts.headers, &bytes, token_id).await?;
     let request = Request::from_parts(parts, Full::new(bytes));
     Ok(match admission {
-        Admission::Existing => {
+        Admission::Existing(claim) => {
             let deleting = request.method() == Method::DELETE;
+            let mut request = request;
+            if let Some(claim) = &claim {
+                request.extensions_mut().insert(claim.clone());
+            }
             let mut response = mcp.call(request).await;
             if deleting {
                 owners.forget_ended().await;
                 ended_is_no_content(&mut response);
             }
-            response
-        }
-        Admission::New(_creating) => {
-            let caller = request.extensions().get::<Caller>().cloned();
-            let response = mcp.call(request).await;
-            if let Some(caller) = caller {
-                owners.record(response.headers(), &caller).await;
+            match claim {
+                Some(claim) => listeners::hold(response, claim),
+                None => response,
             }
-            response
+        }
+        // In a task of its own: rmcp creates the session before it answers, and a client
+        // hanging up in between would otherwise leave a session no token owns (outside
+        // `MaxSessionsPerToken` and the revocation sweep) until it idled out.
+        Admission::New(creating) => {
+            let (owners, mcp) = (owners.clone(), mcp.clone());
+            let task = tokio::spawn(async move {
+                let _creating = creating;
+                let caller = request.extensions().get::<Caller>().cloned();
+                let response = mcp.call(request).await;
+                if let Some(caller) = caller {
+                    owners.record(response.headers(), &caller).await;
+                }
+                response
+            });
+            task.await.unwrap_or_else(|error| {
+                tracing::error!(%error, "session creation ended without an answer");
+                json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &json!({"error": "internal_error",
+                            "message": "the session could not be created: its task ended without an answer"}),
+                )
+            })
         }
         // Outside sessions as in the stateless mode: through the gate.
         Admission::Sessionless => {
-            let _inside = mcp.gate.enter().await?;
+            let inside = mcp.gate.enter().await?;
+            let mut request = request;
+            request.extensions_mut().insert(inside);
             mcp.call(request).await
         }
     })

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 
 use crate::app::App;
 use crate::metrics::Revoked;
+use crate::server::in_flight::{Claim, InFlightIds};
 use crate::server::method;
 use crate::server::routes::{Body, json_response};
 use crate::zabbix::{ApiToken, Caller};
@@ -37,7 +38,10 @@ pub(crate) struct SessionOwners {
     max: usize,
     max_per_token: usize,
     /// Held while a new session is created, so that the cap is not overshot by a burst.
-    creating: tokio::sync::Mutex<()>,
+    /// Owned by the creating task, which outlives a client that hangs up.
+    creating: Arc<tokio::sync::Mutex<()>>,
+    /// The request ids in flight in each session.
+    in_flight: Arc<InFlightIds>,
 }
 
 /// The token that created a session: its `token_id` (hash prefix) to compare, the token
@@ -48,11 +52,11 @@ struct Owner {
 }
 
 /// What a request with or without a session id may do.
-pub(crate) enum Admission<'a> {
-    /// It names a session this token owns.
-    Existing,
+pub(crate) enum Admission {
+    /// It names a session this token owns; a request holds its id there until answered.
+    Existing(Option<Claim>),
     /// It may create a session; the guard keeps creation serialized until recorded.
-    New(tokio::sync::MutexGuard<'a, ()>),
+    New(tokio::sync::OwnedMutexGuard<()>),
     /// It names no session and cannot create one (rmcp serves or refuses it as such).
     Sessionless,
 }
@@ -64,7 +68,8 @@ impl SessionOwners {
             owners: Mutex::new(HashMap::new()),
             max,
             max_per_token,
-            creating: tokio::sync::Mutex::new(()),
+            creating: Arc::new(tokio::sync::Mutex::new(())),
+            in_flight: Arc::default(),
         }
     }
 
@@ -76,27 +81,30 @@ impl SessionOwners {
         headers: &HeaderMap,
         body: &[u8],
         token_id: &str,
-    ) -> Result<Admission<'_>, http::Response<Body>> {
+    ) -> Result<Admission, http::Response<Body>> {
         if let Some(id) = headers.get(SESSION_HEADER) {
-            let owned = id.to_str().ok().is_some_and(|id| {
+            let owned = id.to_str().ok().filter(|id| {
                 self.owners
                     .lock()
                     .ok()
-                    .is_some_and(|owners| owners.get(id).is_some_and(|o| o.token_id == token_id))
+                    .is_some_and(|owners| owners.get(*id).is_some_and(|o| o.token_id == token_id))
             });
-            return if owned {
-                Ok(Admission::Existing)
-            } else {
-                Err(json_response(
+            return match owned {
+                Some(id) => self
+                    .in_flight
+                    .claim(id, body)
+                    .map(Admission::Existing)
+                    .map_err(|refused| refused.response()),
+                None => Err(json_response(
                     StatusCode::NOT_FOUND,
                     &json!({"error": "session_not_found", "message": "no such session"}),
-                ))
+                )),
             };
         }
         if !method::may_be(body, INITIALIZE) {
             return Ok(Admission::Sessionless);
         }
-        let guard = self.creating.lock().await;
+        let guard = self.creating.clone().lock_owned().await;
         let open = self.manager.sessions.read().await.len();
         if open >= self.max {
             tracing::warn!(sessions = open, "session refused: MaxSessions reached");
