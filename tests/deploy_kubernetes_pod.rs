@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -130,28 +130,28 @@ fn the_pod_as_the_kubelet_runs_it_answers_its_probes() {
             .is_ok_and(|n| n.contains(&"127.0.0.1".parse::<std::net::IpAddr>().unwrap()))),
         "the probes must come from outside ZBX_ALLOWEDIP ({allowed})"
     );
-    let mut child = command.spawn().expect("setpriv");
+    // Killed however the test ends, also when the wait below times out.
+    let mut child = Sidecar(Some(command.spawn().expect("setpriv")));
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let answers = loop {
-        let answers: Vec<Option<u16>> = ["readinessProbe", "livenessProbe"]
-            .iter()
-            .map(|probe| {
-                let http = &m["probes"][probe];
-                let port = http["port"]
-                    .as_str()
-                    .map_or_else(|| port_of_number(&moved, &http["port"]), port_of);
-                get(port, http["path"].as_str().expect("path"))
-            })
-            .collect();
-        let exited = child.try_wait().expect("wait").is_some();
-        if answers.iter().all(|a| *a == Some(200)) || exited || Instant::now() > deadline {
-            break answers;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let _ = child.kill();
-    let out = child.wait_with_output().expect("output");
+    let mut answers: Vec<Option<u16>> = Vec::new();
+    common::wait_until_blocking(
+        "both probes to answer 200 (or the sidecar to exit)",
+        Duration::from_secs(20),
+        || {
+            answers = ["readinessProbe", "livenessProbe"]
+                .iter()
+                .map(|probe| {
+                    let http = &m["probes"][probe];
+                    let port = http["port"]
+                        .as_str()
+                        .map_or_else(|| port_of_number(&moved, &http["port"]), port_of);
+                    get(port, http["path"].as_str().expect("path"))
+                })
+                .collect();
+            answers.iter().all(|a| *a == Some(200)) || child.exited()
+        },
+    );
+    let out = child.stop();
     assert_eq!(
         answers,
         [Some(200), Some(200)],
@@ -170,4 +170,31 @@ fn port_of_number(moved: &std::collections::HashMap<String, (String, u16)>, port
         .get(&number)
         .map(|(_, p)| *p)
         .expect("a container port")
+}
+
+/// The sidecar under test, killed when dropped.
+struct Sidecar(Option<std::process::Child>);
+
+impl Sidecar {
+    fn exited(&mut self) -> bool {
+        self.0
+            .as_mut()
+            .is_some_and(|c| c.try_wait().expect("wait").is_some())
+    }
+
+    /// Stops it and returns what it wrote.
+    fn stop(&mut self) -> std::process::Output {
+        let mut child = self.0.take().expect("running");
+        let _ = child.kill();
+        child.wait_with_output().expect("output")
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
