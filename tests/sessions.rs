@@ -312,13 +312,20 @@ async fn sse_until(response: &mut Response, needle: &str) -> serde_json::Value {
     }
 }
 
-/// rmcp routes a session's answers by request id: a request reusing the id of one still in
-/// flight took over its route. Before, the second request (`tools/list`, id 7) was
-/// answered while the first (a write waiting for its approval, id 7) never got its answer:
-/// its stream stayed open with keep-alives only. Now the second is refused naming the id,
-/// and the first gets its answer.
-#[tokio::test]
-async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
+/// A stateful sidecar on the 7.0 lab, a session whose client answers elicitations, and in
+/// it a write (`problem_annotate` with JSON-RPC id `id`) waiting for its approval.
+struct WaitingWrite {
+    lab: common::Lab,
+    guard: common::Guard,
+    http: Client,
+    session: String,
+    /// The write's SSE stream, read up to the approval question.
+    stream: Response,
+    /// The approval question (`elicitation/create`).
+    question: serde_json::Value,
+}
+
+async fn a_write_waiting_for_approval(id: u64, message: &str) -> WaitingWrite {
     let lab = common::lab(7);
     let mut config = common::config_for(&lab.url);
     config.session_mode = SessionMode::Stateful;
@@ -334,12 +341,37 @@ async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
     assert_eq!(told.status(), 202);
 
     let eventid = common::seed_id(&lab, "problems", "MCP float too high");
-    let write = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+    let write = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "problem_annotate",
-        "arguments": {"eventids": [eventid], "message": "id reuse test (declined)"}}});
-    let mut first = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
-    assert_eq!(first.status(), 200);
-    let question = sse_until(&mut first, "elicitation/create").await;
+        "arguments": {"eventids": [eventid], "message": message}}});
+    let mut stream = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
+    assert_eq!(stream.status(), 200);
+    let question = sse_until(&mut stream, "elicitation/create").await;
+    WaitingWrite {
+        lab,
+        guard,
+        http,
+        session,
+        stream,
+        question,
+    }
+}
+
+/// rmcp routes a session's answers by request id: a request reusing the id of one still in
+/// flight took over its route. Before, the second request (`tools/list`, id 7) was
+/// answered while the first (a write waiting for its approval, id 7) never got its answer:
+/// its stream stayed open with keep-alives only. Now the second is refused naming the id,
+/// and the first gets its answer.
+#[tokio::test]
+async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
+    let WaitingWrite {
+        lab,
+        guard,
+        http,
+        session,
+        stream: mut first,
+        question,
+    } = a_write_waiting_for_approval(7, "id reuse test (declined)").await;
 
     let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
     let second = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
@@ -370,25 +402,15 @@ async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
 /// request's stream. Before, the id was given back with the HTTP response.
 #[tokio::test]
 async fn an_id_stays_in_use_while_its_abandoned_request_goes_on() {
-    let lab = common::lab(7);
-    let mut config = common::config_for(&lab.url);
-    config.session_mode = SessionMode::Stateful;
-    let guard = common::start_with(config).await;
-    let http = Client::new();
-    let mut init = initialize();
-    init["params"]["capabilities"] = json!({"elicitation": {"form": {}}});
-    let created = post(&http, &guard.url, &lab.token, None, &init).await;
-    let session = session_of(&created);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    post(&http, &guard.url, &lab.token, Some(&session), &initialized).await;
-
-    let eventid = common::seed_id(&lab, "problems", "MCP float too high");
-    let write = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
-        "name": "problem_annotate",
-        "arguments": {"eventids": [eventid], "message": "abandoned id test (never approved)"}}});
-    let mut first = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
-    sse_until(&mut first, "elicitation/create").await;
-    drop(first);
+    let WaitingWrite {
+        lab,
+        guard,
+        http,
+        session,
+        stream,
+        ..
+    } = a_write_waiting_for_approval(9, "abandoned id test (never approved)").await;
+    drop(stream);
     drop(http);
 
     let http = Client::new();

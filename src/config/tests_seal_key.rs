@@ -193,24 +193,20 @@ fn key_file_readers_besides_the_sidecar() {
         uid,
         gid,
     };
-    for (mode, uid, gid) in [
-        (0o440, 0, 1995),
-        (0o400, 0, 0),
-        (0o600, 0, 0),
-        (0o400, 1997, 1995),
-        (0o640, 1997, 1995),
+    // (mode, owner, group, readable by others than the sidecar and root)
+    for (mode, uid, gid, others) in [
+        (0o440, 0, 1995, false),
+        (0o400, 0, 0, false),
+        (0o600, 0, 0, false),
+        (0o400, 1997, 1995, false),
+        (0o640, 1997, 1995, false),
+        (0o644, 0, 0, true),
+        (0o404, 1997, 1995, true),
+        (0o440, 0, 1000, true),
+        (0o640, 0, 0, true),
+        (0o400, 1000, 1995, true),
     ] {
         let f = file(mode, uid, gid);
-        assert!(!f.access().readable_by_others_than(sidecar), "{f:?}");
-    }
-    for (mode, uid, gid) in [
-        (0o644, 0, 0),
-        (0o404, 1997, 1995),
-        (0o440, 0, 1000),
-        (0o640, 0, 0),
-        (0o400, 1000, 1995),
-    ] {
-        let f = file(mode, uid, gid);
-        assert!(f.access().readable_by_others_than(sidecar), "{f:?}");
+        assert_eq!(f.access().readable_by_others_than(sidecar), others, "{f:?}");
     }
 }
