@@ -186,6 +186,9 @@ pub struct ParamFlags {
     /// SharedStore: memory or redis://… for replicas [ZABBIX_MCP_GUARD_SHARED_STORE]
     #[arg(long, value_name = "URL")]
     pub shared_store: Option<String>,
+    /// SharedStoreFile: file holding the SharedStore URL, kept off command lines and environments [ZABBIX_MCP_GUARD_SHARED_STORE_FILE]
+    #[arg(long, value_name = "FILE")]
+    pub shared_store_file: Option<String>,
     /// ApprovalListenIP: approval page listen addresses [ZABBIX_MCP_GUARD_APPROVAL_LISTEN_IP]
     #[arg(long, value_name = "LIST")]
     pub approval_listen_ip: Option<String>,
@@ -361,6 +364,7 @@ impl ParamFlags {
             Param::ApprovalSealKey => one(&self.approval_seal_key),
             Param::ApprovalSealKeyFile => one(&self.approval_seal_key_file),
             Param::SharedStore => one(&self.shared_store),
+            Param::SharedStoreFile => one(&self.shared_store_file),
             Param::ApprovalListenIp => one(&self.approval_listen_ip),
             Param::ApprovalListenPort => one(&self.approval_listen_port),
             Param::ApprovalAllowedIp => one(&self.approval_allowed_ip),

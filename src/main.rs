@@ -129,16 +129,13 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         "async runtime started"
     );
     runtime.block_on(async move {
-        let seal_key = config
-            .approval_seal_key_file
-            .as_ref()
-            .and_then(|f| f.exposure_warning());
+        let secret_files = config.secret_file_warnings();
         let tls_key = config
             .tls_key_file
             .as_deref()
             .filter(|_| config.tls_accept == TlsAccept::Cert)
             .and_then(|key| FileAccess::warning_for("TLSKeyFile", key));
-        for warning in seal_key.into_iter().chain(tls_key) {
+        for warning in secret_files.into_iter().chain(tls_key) {
             tracing::warn!("{warning}");
         }
         let reconfigure = Reconfigure::new(sources, |_| {}, &config);

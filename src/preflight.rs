@@ -67,9 +67,8 @@ pub fn check(config: &Config) -> Vec<Finding> {
     // As `serve` warns at start: an operator checking a change sees it before the restart.
     found.extend(
         config
-            .approval_seal_key_file
-            .as_ref()
-            .and_then(|file| file.exposure_warning())
+            .secret_file_warnings()
+            .into_iter()
             .map(Finding::Warning),
     );
     found.extend(

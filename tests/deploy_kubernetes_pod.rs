@@ -1,6 +1,7 @@
 //! deploy/kubernetes as the kubelet runs it: the sidecar container's variables from the
-//! manifest (and the image's own), its seal key Secret laid out as the kubelet does (owned
-//! by root, the pod's `fsGroup` as group with group read added to `defaultMode`), the
+//! manifest (and the image's own), its Secret files (the seal key, the Redis URL, which
+//! names the lab's Redis) laid out as the kubelet does (owned by root, the pod's `fsGroup`
+//! as group with group read added to `defaultMode`), the
 //! binary run as the container's `runAsUser`:`runAsGroup` with `fsGroup` among its groups,
 //! and both probes sent from an address outside `ZBX_ALLOWEDIP`, as the kubelet's node
 //! address may be. Needs root (chown, setpriv) and the 7.0 lab.
@@ -23,7 +24,7 @@ import json, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
 guard = next(c for c in pod["containers"] if c["name"] == "zabbix-mcp-guard")
-seal = next(v for v in pod["volumes"] if v["name"] == "seal-key")["secret"]
+secrets = {v["name"]: v["secret"].get("defaultMode", 0o644) for v in pod["volumes"] if "secret" in v}
 print(json.dumps({
     "env": {e["name"]: e.get("value") for e in guard["env"]},
     "ports": {p["name"]: p["containerPort"] for p in guard["ports"]},
@@ -31,7 +32,7 @@ print(json.dumps({
     "user": guard["securityContext"]["runAsUser"],
     "group": guard["securityContext"]["runAsGroup"],
     "fs_group": pod.get("securityContext", {}).get("fsGroup"),
-    "key_mode": seal.get("defaultMode", 0o644),
+    "secret_modes": secrets,
 }))
 "#;
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/deployment.yaml");
@@ -48,9 +49,9 @@ print(json.dumps({
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
-/// `GET path` on 127.0.0.1:port: the status code, or `None` when the connection is refused
-/// or closed without an answer.
-fn get(port: u16, path: &str) -> Option<u16> {
+/// `GET path` on 127.0.0.1:port: the status code and the body, or `None` when the
+/// connection is refused or closed without an answer.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let request =
@@ -58,7 +59,9 @@ fn get(port: u16, path: &str) -> Option<u16> {
     stream.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
-    answer.split_whitespace().nth(1)?.parse().ok()
+    let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n")?.1.to_owned();
+    Some((status, body))
 }
 
 #[test]
@@ -71,14 +74,19 @@ fn the_pod_as_the_kubelet_runs_it_answers_its_probes() {
         .as_u64()
         .map(|g| u32::try_from(g).expect("gid"));
 
-    // The Secret volume as the kubelet writes it.
+    // The Secret volumes' files as the kubelet writes them.
     let dir = common::scratch_dir("k8s-pod");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let key = dir.join("seal-key");
-    std::fs::write(&key, format!("{}\n", "5a".repeat(32))).unwrap();
-    let mode = num(&m["key_mode"]) | if fs_group.is_some() { 0o440 } else { 0 };
-    std::os::unix::fs::chown(&key, Some(0), Some(fs_group.unwrap_or(0))).unwrap();
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+    let secret_file = |volume: &str, text: &str| {
+        let path = dir.join(volume);
+        std::fs::write(&path, format!("{text}\n")).unwrap();
+        let mode = num(&m["secret_modes"][volume]) | if fs_group.is_some() { 0o440 } else { 0 };
+        std::os::unix::fs::chown(&path, Some(0), Some(fs_group.unwrap_or(0))).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path.display().to_string()
+    };
+    let key = secret_file("seal-key", &"5a".repeat(32));
+    let redis_url = secret_file("redis-url", &common::redis_url());
 
     // The container's ports, moved to free ones here, by name.
     let env = m["env"].as_object().expect("env");
@@ -106,16 +114,16 @@ fn the_pod_as_the_kubelet_runs_it_answers_its_probes() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (name, value) in env {
-        // Values from Secrets (the Redis URL) are left out: the store stays in memory.
         let Some(value) = value.as_str() else {
-            continue;
+            panic!("{name} has no value of its own: a secret belongs in a Secret file")
         };
         let value = match name.as_str() {
             "ZBX_FRONTEND_URL" => lab.url.clone(),
             "ZABBIX_MCP_GUARD_POLICY_DIR" => {
                 concat!(env!("CARGO_MANIFEST_DIR"), "/policies").to_owned()
             }
-            "ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE" => key.display().to_string(),
+            "ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE" => key.clone(),
+            "ZABBIX_MCP_GUARD_SHARED_STORE_FILE" => redis_url.clone(),
             _ => moved
                 .get(value)
                 .map_or_else(|| value.to_owned(), |(_, p)| p.to_string()),
@@ -145,18 +153,26 @@ fn the_pod_as_the_kubelet_runs_it_answers_its_probes() {
                     let port = http["port"]
                         .as_str()
                         .map_or_else(|| port_of_number(&moved, &http["port"]), port_of);
-                    get(port, http["path"].as_str().expect("path"))
+                    get(port, http["path"].as_str().expect("path")).map(|(status, _)| status)
                 })
                 .collect();
             answers.iter().all(|a| *a == Some(200)) || child.exited()
         },
     );
+    // Ready with the Redis its URL file names (readiness asks Redis too).
+    let ready = get(port_of("status"), "/readyz").map(|(_, body)| body);
     let out = child.stop();
     assert_eq!(
         answers,
         [Some(200), Some(200)],
         "the probes' answers; the sidecar said:\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let ready: Value = serde_json::from_str(&ready.unwrap_or_default()).expect("/readyz JSON");
+    assert_eq!(
+        ready["shared_store"],
+        serde_json::json!({"backend": "redis", "reachable": true}),
+        "{ready}"
     );
     // The Secret's root:<fsGroup> 0440 is the sidecar's own group: no warning to act on.
     let log = String::from_utf8_lossy(&out.stderr);

@@ -305,39 +305,49 @@ fn test_config_loads_the_files_a_start_would_load() {
     assert_eq!(failures.count(), 3, "{stderr}");
 }
 
-/// `-T` warns of a seal key file others can read, as a start does; before, only the start
-/// said so, after the restart `-T` was run to check.
+/// `-T` warns of a secret file (`ApprovalSealKeyFile`, `SharedStoreFile`) others can read,
+/// as a start does; before, only the start said so, after the restart `-T` was run to check.
+/// The URL file's password is never shown.
 #[test]
-fn test_config_warns_of_a_seal_key_others_can_read() {
+fn test_config_warns_of_secret_files_others_can_read() {
     use std::os::unix::fs::PermissionsExt as _;
-    let dir = common::scratch_dir("preflight-seal");
+    let dir = common::scratch_dir("preflight-secret-files");
     let key = dir.join("seal-key");
     std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    let url = dir.join("store-url");
+    std::fs::write(&url, "redis://:s3cret@127.0.0.1:6390/2\n").unwrap();
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
     let args = [
         "--policy-dir".as_ref(),
         policies.as_os_str(),
         "--approval-seal-key-file".as_ref(),
         key.as_os_str(),
+        "--shared-store-file".as_ref(),
+        url.as_os_str(),
     ];
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = test_config(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    assert!(
-        stdout.contains(&format!(
-            "warning: ApprovalSealKeyFile {} (mode 644",
-            key.display()
-        )),
-        "{stdout}"
-    );
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = test_config(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && !stdout.contains("ApprovalSealKeyFile /"),
-        "{stdout}"
-    );
+    let files = [("ApprovalSealKeyFile", &key), ("SharedStoreFile", &url)];
+    for (open, _) in files {
+        for (param, path) in files {
+            let mode = if param == open { 0o644 } else { 0o600 };
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let out = test_config(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(!stdout.contains("s3cret"), "{stdout}");
+        for (param, path) in files {
+            let warning = format!("warning: {param} {} (mode 644", path.display());
+            assert_eq!(
+                stdout.contains(&warning),
+                param == open,
+                "{param}: {stdout}"
+            );
+        }
+        assert!(
+            stdout.contains(&format!("SharedStoreFile={}\n", url.display())),
+            "{stdout}"
+        );
+    }
 }
 
 /// A policy directory that does not load is named by its parameter.

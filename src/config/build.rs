@@ -11,9 +11,10 @@ use super::file::Entry;
 use super::merge::Resolved;
 use super::params::Param;
 use super::seal_key;
+use super::shared_store::SharedStore;
 use super::values;
 use super::{
-    ApprovalPageConfig, Config, DecisionLogSink, LogType, PolicyMode, Secret, SessionMode,
+    ApprovalPageConfig, Config, DecisionLogSink, LogType, PolicyMode, SessionMode,
     StatusListenerConfig, TlsAccept,
 };
 
@@ -60,6 +61,15 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
         .get(Param::AllowedIp)
         .ok_or_else(|| ConfigError::missing(Param::AllowedIp))?;
     let (approval_seal_key, approval_seal_key_file) = seal_key::load(r)?;
+    let store = SharedStore::load(r)?;
+    if let Some(given) = &store.given
+        && store.is_redis()
+        && approval_seal_key.is_none()
+    {
+        let message = "a Redis store needs ApprovalSealKey (or ApprovalSealKeyFile), the same \
+                       on every replica: approvals kept in Redis are signed with it";
+        return Err(ConfigError::conflict(&given.at(), message));
+    }
     let config = Config {
         frontend_url: values::frontend_url(&frontend.at(), &frontend.value)?,
         allowed_ip: values::allowed_ip(&allowed.at(), &allowed.value)?,
@@ -120,7 +130,8 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
             .unwrap_or(SessionMode::Stateless),
         approval_seal_key,
         approval_seal_key_file,
-        shared_store: shared_store(r)?,
+        shared_store: store.url,
+        shared_store_file: store.file,
         approval_page: approval_page(r)?,
         approval_timeout: Duration::from_secs(
             int(r, Param::ApprovalTimeout, APPROVAL_TIMEOUT_RANGE)?
@@ -241,35 +252,6 @@ fn decision_log(r: &Resolved) -> Result<DecisionLogSink, ConfigError> {
         )),
         Some(e) => Ok(DecisionLogSink::File(PathBuf::from(&e.value))),
     }
-}
-
-fn shared_store(r: &Resolved) -> Result<Option<Secret>, ConfigError> {
-    let Some(e) = r.get(Param::SharedStore).filter(|e| !e.value.is_empty()) else {
-        return Ok(None);
-    };
-    let ok =
-        e.value == "memory" || e.value.starts_with("redis://") || e.value.starts_with("rediss://");
-    if !ok {
-        // Not echoed: the value may hold a password.
-        return Err(ConfigError::bad_value(
-            &e.at(),
-            "***",
-            "expected memory or a redis:// or rediss:// URL",
-        ));
-    }
-    // Parsed as the start parses it, so that `-T` refuses what a start would refuse (before,
-    // `redis://h:99999/` and `/abc` as the database passed `-T` and stopped the start).
-    // Redis' own reason is not shown: it is the crate's text about a URL with a password.
-    if e.value != "memory" && redis::Client::open(e.value.as_str()).is_err() {
-        return Err(ConfigError::bad_value(
-            &e.at(),
-            "***",
-            "a redis URL that does not parse: expected \
-             redis[s]://[[user]:password@]host[:port][/database number], the password \
-             percent-encoded",
-        ));
-    }
-    Ok(Some(Secret::new(e.value.as_bytes().to_vec())))
 }
 
 /// The approval page is off unless configured; once any of its parameters is given, the
@@ -425,14 +407,6 @@ fn check_cross_rules(r: &Resolved, config: &Config) -> Result<(), ConfigError> {
             log_file.display()
         );
         return Err(ConfigError::conflict(&entry.at(), message));
-    }
-    if let Some(store) = r.get(Param::SharedStore)
-        && store.value.starts_with("redis")
-        && config.approval_seal_key.is_none()
-    {
-        let message = "a Redis store needs ApprovalSealKey (or ApprovalSealKeyFile), the same \
-                       on every replica: approvals kept in Redis are signed with it";
-        return Err(ConfigError::conflict(&store.at(), message));
     }
     prefixed_rules(r, config)?;
     let has_deny = config.tool_rules.iter().any(|rule| !rule.is_allow());

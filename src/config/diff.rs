@@ -38,7 +38,15 @@ fn differs(old: &Config, new: &Config, param: Param) -> bool {
                 != new.approval_page.as_ref().map(|p| &p.allowed_ip)
         }
         Param::ApprovalSealKey => secret(&old.approval_seal_key) != secret(&new.approval_seal_key),
-        Param::SharedStore => secret(&old.shared_store) != secret(&new.shared_store),
+        // A URL read from a file changed with the file: named as the file.
+        Param::SharedStore => {
+            new.shared_store_file.is_none()
+                && secret(&old.shared_store) != secret(&new.shared_store)
+        }
+        Param::SharedStoreFile => {
+            new.shared_store_file.is_some()
+                && secret(&old.shared_store) != secret(&new.shared_store)
+        }
         _ => false,
     }
 }

@@ -14,6 +14,8 @@ mod merge;
 mod params;
 mod render;
 mod seal_key;
+mod secret_file;
+mod shared_store;
 mod values;
 
 #[cfg(test)]
@@ -22,6 +24,8 @@ mod image_tests;
 mod tests;
 #[cfg(test)]
 mod tests_seal_key;
+#[cfg(test)]
+mod tests_shared_store;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,6 +45,7 @@ pub use file_access::FileAccess;
 pub use image::EnvContract;
 pub use limits::Limits;
 pub use params::{ENV_PREFIX, Param};
+pub use secret_file::SecretFile;
 
 /// The effective configuration.
 #[derive(Clone, Debug)]
@@ -79,9 +84,11 @@ pub struct Config {
     pub session_mode: SessionMode,
     pub approval_seal_key: Option<Secret>,
     /// `ApprovalSealKeyFile`, when the key came from a file.
-    pub approval_seal_key_file: Option<SealKeyFile>,
+    pub approval_seal_key_file: Option<SecretFile>,
     /// `SharedStore`: `memory` (the default) or a `redis://` URL (may hold a password).
     pub shared_store: Option<Secret>,
+    /// `SharedStoreFile`, when the `SharedStore` URL came from a file.
+    pub shared_store_file: Option<SecretFile>,
     /// The approval page listener; `None` (the default) = page approval unavailable.
     pub approval_page: Option<ApprovalPageConfig>,
     /// `ApprovalTimeout`: how long a page approval can be decided and redeemed.
@@ -100,15 +107,6 @@ pub struct Config {
 pub struct StatusListenerConfig {
     pub listen_ip: Vec<IpAddr>,
     pub listen_port: u16,
-}
-
-/// The file the approval seal key was read from, with its permission bits and owner.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SealKeyFile {
-    pub path: PathBuf,
-    pub mode: u32,
-    pub uid: u32,
-    pub gid: u32,
 }
 
 /// `ApprovalListenIP`, `ApprovalListenPort`, `ApprovalAllowedIP`, `ApprovalURL`. TLS is
@@ -228,21 +226,15 @@ impl Config {
     pub fn render_effective(&self) -> String {
         render::render(self)
     }
-}
 
-impl SealKeyFile {
-    pub fn access(&self) -> FileAccess {
-        FileAccess {
-            mode: self.mode,
-            uid: self.uid,
-            gid: self.gid,
-        }
-    }
-
-    /// The warning `serve` logs and `-T` prints when someone besides the sidecar and root
-    /// may read the key.
-    pub fn exposure_warning(&self) -> Option<String> {
-        self.access().warning("ApprovalSealKeyFile", &self.path)
+    /// The warnings `serve` logs at start and `-T` prints for secret files someone besides
+    /// the sidecar and root may read.
+    pub fn secret_file_warnings(&self) -> Vec<String> {
+        [&self.approval_seal_key_file, &self.shared_store_file]
+            .into_iter()
+            .flatten()
+            .filter_map(SecretFile::exposure_warning)
+            .collect()
     }
 }
 

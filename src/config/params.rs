@@ -34,6 +34,7 @@ pub enum Param {
     ApprovalSealKey,
     ApprovalSealKeyFile,
     SharedStore,
+    SharedStoreFile,
     ApprovalListenIp,
     ApprovalListenPort,
     ApprovalAllowedIp,
@@ -203,6 +204,12 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::SharedStore,
         "SharedStore",
         "shared-store",
+        Arity::Single,
+    ),
+    (
+        Param::SharedStoreFile,
+        "SharedStoreFile",
+        "shared-store-file",
         Arity::Single,
     ),
     (

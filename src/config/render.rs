@@ -73,10 +73,17 @@ pub(super) fn value(config: &Config, param: Param) -> String {
             .as_ref()
             .map(|f| f.path.display().to_string())
             .unwrap_or_default(),
+        // The file's URL is the file's: `SharedStore` shows only what was given inline.
         Param::SharedStore => config
             .shared_store
             .as_ref()
+            .filter(|_| config.shared_store_file.is_none())
             .map(ToString::to_string)
+            .unwrap_or_default(),
+        Param::SharedStoreFile => config
+            .shared_store_file
+            .as_ref()
+            .map(|f| f.path.display().to_string())
             .unwrap_or_default(),
         Param::ApprovalListenIp => config
             .approval_page

@@ -2,29 +2,25 @@
 //! or padded base64, given inline or (so it is not on a command line) in a file. The key
 //! text never appears in an error.
 
-use std::path::{Path, PathBuf};
-
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 
+use super::Secret;
 use super::error::ConfigError;
 use super::file::Entry;
-use super::file_access::FileAccess;
 use super::merge::Resolved;
 use super::params::Param;
-use super::{SealKeyFile, Secret};
+use super::secret_file::SecretFile;
 
 /// An approval seal key shorter than this is too weak for HMAC-SHA256.
 pub const MIN_SEAL_KEY_BYTES: usize = 32;
-/// A key file larger than this is not a key file.
-const MAX_KEY_FILE_BYTES: u64 = 4096;
 
 /// Why a key text is not a key; never includes the text.
 const FORMAT: &str = "expected at least 32 random bytes written as hex (64 hex digits or more, \
                       e.g. `openssl rand -hex 32`) or padded base64 (e.g. `openssl rand -base64 32`)";
 
 /// The key and, when it came from a file, that file.
-pub fn load(r: &Resolved) -> Result<(Option<Secret>, Option<SealKeyFile>), ConfigError> {
+pub fn load(r: &Resolved) -> Result<(Option<Secret>, Option<SecretFile>), ConfigError> {
     let inline = r
         .get(Param::ApprovalSealKey)
         .filter(|e| !e.value.is_empty());
@@ -49,27 +45,15 @@ pub fn load(r: &Resolved) -> Result<(Option<Secret>, Option<SealKeyFile>), Confi
     }
 }
 
-fn from_file(e: &Entry) -> Result<(Secret, SealKeyFile), ConfigError> {
-    let path = Path::new(&e.value);
-    let bad = |reason: String| ConfigError::bad_value(&e.at(), &e.value, reason);
-    let meta =
-        std::fs::metadata(path).map_err(|err| bad(format!("cannot read the key file: {err}")))?;
-    if !meta.is_file() || meta.len() > MAX_KEY_FILE_BYTES {
-        return Err(bad(format!(
-            "not a key file (a regular file of at most {MAX_KEY_FILE_BYTES} bytes)"
-        )));
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| bad(format!("cannot read the key file: {err}")))?;
-    let key =
-        decode(&text).map_err(|reason| bad(format!("the file holds no usable key: {reason}")))?;
-    let access = FileAccess::of(&meta);
-    let file = SealKeyFile {
-        path: PathBuf::from(&e.value),
-        mode: access.mode,
-        uid: access.uid,
-        gid: access.gid,
-    };
+fn from_file(e: &Entry) -> Result<(Secret, SecretFile), ConfigError> {
+    let (text, file) = SecretFile::read(Param::ApprovalSealKeyFile, e, "key file")?;
+    let key = decode(&text).map_err(|reason| {
+        ConfigError::bad_value(
+            &e.at(),
+            &e.value,
+            format!("the file holds no usable key: {reason}"),
+        )
+    })?;
     Ok((key, file))
 }
 

@@ -181,18 +181,13 @@ fn key_and_key_file_together_are_a_configuration_error() {
 /// sidecar's group, 0440) and a systemd credential (the service user's, 0400) are not.
 #[test]
 fn key_file_readers_besides_the_sidecar() {
-    use super::SealKeyFile;
+    use super::FileAccess;
     use super::file_access::Process;
     let sidecar = Process {
         uid: 1997,
         gid: 1995,
     };
-    let file = |mode: u32, uid: u32, gid: u32| SealKeyFile {
-        path: PathBuf::from("/run/secrets/seal-key"),
-        mode,
-        uid,
-        gid,
-    };
+    let file = |mode: u32, uid: u32, gid: u32| FileAccess { mode, uid, gid };
     // (mode, owner, group, readable by others than the sidecar and root)
     for (mode, uid, gid, others) in [
         (0o440, 0, 1995, false),
@@ -207,6 +202,6 @@ fn key_file_readers_besides_the_sidecar() {
         (0o400, 1000, 1995, true),
     ] {
         let f = file(mode, uid, gid);
-        assert_eq!(f.access().readable_by_others_than(sidecar), others, "{f:?}");
+        assert_eq!(f.readable_by_others_than(sidecar), others, "{f:?}");
     }
 }

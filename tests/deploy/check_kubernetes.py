@@ -92,25 +92,33 @@ check(kustomization["generatorOptions"]["disableNameSuffixHash"] is True,
 for rel in generated[cm_name]["files"]:
     with open(os.path.join(K8S, rel)) as a, open(os.path.join(ROOT, "policies", os.path.basename(rel))) as b:
         check(a.read() == b.read(), f"{rel} is the shipped policies/{os.path.basename(rel)}")
-seal = mounts["seal-key"]
-check(env["ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE"].startswith(seal["mountPath"] + "/")
-      and "secret" in volumes["seal-key"], "the seal key comes from a Secret file")
+# Secrets come from Secret files the sidecar's group alone reads: the seal key, and the
+# Redis URL (it holds a password; as a variable it would be in the process environment).
 # The kubelet lays a Secret's files out owned by root; with the pod's fsGroup their group
 # is that group and group read is added to defaultMode (kubernetes/kubernetes#57923).
 # The sidecar runs as runAsUser:runAsGroup with fsGroup among its groups.
 pod_sc = pod["spec"].get("securityContext", {})
 fs_group = pod_sc.get("fsGroup")
-key_mode = volumes["seal-key"]["secret"].get("defaultMode", 0o644)
-if fs_group is not None:
-    key_mode |= 0o440
-key_group = fs_group if fs_group is not None else 0
 guard_groups = {sc.get("runAsGroup", pod_sc.get("runAsGroup", 0))} | (
     {fs_group} if fs_group is not None else set())
-check(key_mode & 0o004 or (key_group in guard_groups and key_mode & 0o040),
-      f"the sidecar (uid {sc['runAsUser']}) can read the seal key the kubelet writes "
-      f"(root:{key_group}, {key_mode:04o})")
-check(not key_mode & 0o004 and key_group in guard_groups,
-      "no one but the sidecar's own group reads the seal key")
+for variable, volume, what in [
+    ("ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE", "seal-key", "the seal key"),
+    ("ZABBIX_MCP_GUARD_SHARED_STORE_FILE", "redis-url", "the Redis URL"),
+]:
+    if variable not in env:
+        continue
+    check(volume in mounts and env[variable].startswith(mounts[volume]["mountPath"] + "/")
+          and "secret" in volumes[volume], f"{what} comes from a Secret file")
+    mode = volumes[volume]["secret"].get("defaultMode", 0o644)
+    if fs_group is not None:
+        mode |= 0o440
+    group = fs_group if fs_group is not None else 0
+    check(mode & 0o004 or (group in guard_groups and mode & 0o040),
+          f"the sidecar (uid {sc['runAsUser']}) can read {what} as the kubelet writes it "
+          f"(root:{group}, {mode:04o})")
+    check(not mode & 0o004 and group in guard_groups,
+          f"no one but the sidecar's own group reads {what}")
+check("ZABBIX_MCP_GUARD_APPROVAL_SEAL_KEY_FILE" in env, "the seal key is given as a file")
 
 # Only the MCP port is exposed.
 service = kinds["Service"]
@@ -134,10 +142,11 @@ for rule in netpol["spec"]["ingress"]:
               "the web port is open to the ingress controller's namespace only")
 
 # Replicas share state: approvals, single-use sealed states, limits (README "Replicas").
-store = [e for e in guard["env"] if e["name"] == "ZABBIX_MCP_GUARD_SHARED_STORE"]
 check(deployment["spec"]["replicas"] == 1
-      or (len(store) == 1 and "secretKeyRef" in store[0].get("valueFrom", {})),
-      "more than one replica shares a Redis (SharedStore from a Secret: its URL holds a password)")
+      or "ZABBIX_MCP_GUARD_SHARED_STORE_FILE" in env,
+      "more than one replica shares a Redis (SharedStoreFile from a Secret)")
+check(not any(e["name"] == "ZABBIX_MCP_GUARD_SHARED_STORE" for e in guard["env"]),
+      "the Redis URL is no variable: its password would be in the process environment")
 
 pdb = kinds["PodDisruptionBudget"]
 check(pdb["spec"]["selector"]["matchLabels"] == labels, "the PDB covers the pod")
