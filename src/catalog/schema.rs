@@ -131,7 +131,7 @@ fn timeperiods_schema() -> Value {
                     "pattern": "^[0-9]{1,2}:[0-9]{2}$",
                     "description": "Types 2, 3, 4 (required): time of day the period starts, seconds since midnight (0-86340) or \"HH:MM\"."},
                 "every": {"type": "integer", "minimum": 1,
-                    "description": "Type 2: every N days; type 3: every N weeks; type 4 with dayofweek: week of the month (1-4 = first-fourth, 5 = last; default 1)."},
+                    "description": "Type 2: every N days (1-999); type 3: every N weeks (1-99); type 4 with dayofweek: week of the month (1-4 = first-fourth, 5 = last; default 1)."},
                 "dayofweek": {"type": "integer", "minimum": 1, "maximum": 127,
                     "description": "Types 3 (required) and 4: bitmask of weekdays: 1 Monday, 2 Tuesday, 4 Wednesday, 8 Thursday, 16 Friday, 32 Saturday, 64 Sunday."},
                 "month": {"type": "integer", "minimum": 1, "maximum": 4095,

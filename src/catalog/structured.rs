@@ -14,7 +14,11 @@ pub const PERIOD_MIN: i64 = 300;
 pub const PERIOD_MAX: i64 = 86_399_940;
 /// The latest start of day Zabbix accepts: 23:59.
 pub const START_TIME_MAX: i64 = 86_340;
-const INT32_MAX: i64 = 2_147_483_647;
+/// Zabbix 7.0's ranges for a daily and a weekly period's `every`; 6.0 takes any int32,
+/// and a value between the two would pass on one lab and fail on the other with Zabbix's
+/// own words. Nobody means every 1,000 days.
+const EVERY_DAYS_MAX: i64 = 999;
+const EVERY_WEEKS_MAX: i64 = 99;
 /// Tag names and values: the maintenance_tag columns are 255 characters.
 pub const TAG_MAX_LEN: usize = 255;
 
@@ -134,7 +138,8 @@ fn timeperiod(path: &str, element: &Value) -> Result<Map<String, Value>, ArgErro
             "start_time" => start_time(&at, raw)?,
             "period" => ranged(&at, raw, PERIOD_MIN, PERIOD_MAX, " seconds")?,
             "every" if kind == 4 => ranged(&at, raw, 1, 5, " (1st-4th week, 5 = last)")?,
-            "every" => ranged(&at, raw, 1, INT32_MAX, "")?,
+            "every" if kind == 2 => ranged(&at, raw, 1, EVERY_DAYS_MAX, " days")?,
+            "every" => ranged(&at, raw, 1, EVERY_WEEKS_MAX, " weeks")?,
             "dayofweek" => ranged(&at, raw, 1, 127, " (bitmask: 1 Monday .. 64 Sunday)")?,
             "month" => ranged(&at, raw, 1, 4095, " (bitmask: 1 January .. 2048 December)")?,
             _ => ranged(&at, raw, 1, 31, "")?,

@@ -64,7 +64,15 @@ fn timeperiod_errors_name_the_path() {
         ),
         (
             json!({"timeperiod_type": 2, "every": 0, "start_time": 0, "period": 300}),
-            "timeperiods[1].every must be an integer between 1 and 2147483647, got 0",
+            "timeperiods[1].every must be an integer between 1 and 999 days, got 0",
+        ),
+        (
+            json!({"timeperiod_type": 2, "every": 1000, "start_time": 0, "period": 300}),
+            "timeperiods[1].every must be an integer between 1 and 999 days, got 1000",
+        ),
+        (
+            json!({"timeperiod_type": 3, "every": 100, "dayofweek": 1, "start_time": 0, "period": 300}),
+            "timeperiods[1].every must be an integer between 1 and 99 weeks, got 100",
         ),
         (
             json!({"timeperiod_type": 2, "every": 1, "start_time": 86_399, "period": 300}),
