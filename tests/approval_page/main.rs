@@ -3,6 +3,7 @@
 //! credentials (in a headless Chromium, or over plain HTTP for the refusals), and the
 //! agent's retry sends the approved body once.
 
+mod approver;
 #[path = "../common/mod.rs"]
 mod common;
 mod cookies;
