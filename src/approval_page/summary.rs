@@ -58,42 +58,62 @@ pub(crate) async fn summary(
             rows.push((format!("Problem (event {id})"), row));
         }
     }
-    for (key, label, method, id_key) in [
-        ("groupids", "Host groups", Method::HostGroupGet, "groupids"),
-        ("hostids", "Hosts", Method::HostGet, "hostids"),
-        (
-            "maintenanceids",
-            "Maintenances",
-            Method::MaintenanceGet,
-            "maintenanceids",
-        ),
-    ] {
-        let Some(ids) = ids(args.get(key)) else {
+    // One row per object, its id beside its name: a name cannot pass for another object's,
+    // nor (holding ", ") for several.
+    for object in &OBJECTS {
+        let Some(ids) = ids(args.get(object.arg)) else {
             continue;
         };
-        let value = match get(method, json!({id_key: ids, "output": ["name"]})).await {
-            Ok(Value::Array(items)) => {
-                let names: Vec<String> = items
+        let found = get(
+            object.method,
+            json!({(object.param): ids, "output": object.output}),
+        )
+        .await;
+        for id in &ids {
+            let value = match &found {
+                Ok(Value::Array(items)) => items
                     .iter()
-                    .filter_map(|i| i["name"].as_str().map(str::to_owned))
-                    .collect();
-                let hidden = ids.len().saturating_sub(names.len());
-                let mut text = names.join(", ");
-                if hidden > 0 {
-                    text.push_str(&format!(" ({hidden} not visible to you)"));
-                }
-                text
-            }
-            Ok(_) => "not visible to you".into(),
-            Err(error) => format!("could not be read: {error}"),
-        };
-        rows.push((label.into(), value));
+                    .find(|i| i[object.id].as_str() == Some(id))
+                    .map_or_else(|| "not visible to you".to_owned(), describe_object),
+                Ok(_) => "not visible to you".to_owned(),
+                Err(error) => format!("could not be read: {error}"),
+            };
+            rows.push((format!("{} {id}", object.label), value));
+        }
     }
     if let Some(name) = args.get("name").and_then(Value::as_str) {
-        rows.push(("Name".into(), name.to_owned()));
+        // In an update, `name` is what the maintenance above is renamed to.
+        let label = if args.get("maintenanceid").is_some() {
+            "New name"
+        } else {
+            "Name"
+        };
+        rows.push((label.into(), name.to_owned()));
     }
     if let Some(message) = args.get("message").and_then(Value::as_str) {
         rows.push(("Message".into(), message.to_owned()));
+    }
+    if let Some(severity) = args.get("severity").and_then(Value::as_u64) {
+        let name = usize::try_from(severity)
+            .ok()
+            .and_then(|s| SEVERITIES.get(s))
+            .unwrap_or(&"unknown");
+        rows.push(("New severity".into(), (*name).to_owned()));
+    }
+    if let Some(kind) = args.get("maintenance_type").and_then(Value::as_u64) {
+        let collection = if kind == 1 { "without" } else { "with" };
+        rows.push((
+            "Maintenance type".into(),
+            format!("{collection} data collection"),
+        ));
+    }
+    if let Some(until) = args.get("suppress_until").and_then(Value::as_u64) {
+        let until = if until == 0 {
+            "indefinitely".to_owned()
+        } else {
+            rfc3339(until)
+        };
+        rows.push(("Suppressed until".into(), until));
     }
     let time = |key: &str| args.get(key).and_then(Value::as_u64).map(rfc3339);
     if let (Some(since), Some(till)) = (time("active_since"), time("active_till")) {
@@ -105,8 +125,62 @@ pub(crate) async fn summary(
     rows
 }
 
+/// An object a call names by id, as the summary resolves it.
+struct Object {
+    /// The argument holding the id or ids.
+    arg: &'static str,
+    /// The row label, before the id.
+    label: &'static str,
+    method: Method,
+    /// The `get` parameter taking ids, and the id field of what it returns.
+    param: &'static str,
+    id: &'static str,
+    output: &'static [&'static str],
+}
+
+/// `maintenanceid` is the one maintenance an update changes.
+const OBJECTS: [Object; 4] = [
+    Object {
+        arg: "maintenanceid",
+        label: "Changes maintenance",
+        method: Method::MaintenanceGet,
+        param: "maintenanceids",
+        id: "maintenanceid",
+        output: &["maintenanceid", "name"],
+    },
+    Object {
+        arg: "groupids",
+        label: "Host group",
+        method: Method::HostGroupGet,
+        param: "groupids",
+        id: "groupid",
+        output: &["groupid", "name"],
+    },
+    Object {
+        arg: "hostids",
+        label: "Host",
+        method: Method::HostGet,
+        param: "hostids",
+        id: "hostid",
+        output: &["hostid", "host", "name"],
+    },
+    Object {
+        arg: "maintenanceids",
+        label: "Maintenance",
+        method: Method::MaintenanceGet,
+        param: "maintenanceids",
+        id: "maintenanceid",
+        output: &["maintenanceid", "name"],
+    },
+];
+
+/// The ids of an argument: a list of ids, or one id.
 fn ids(value: Option<&Value>) -> Option<Vec<String>> {
-    let items = value?.as_array()?;
+    let value = value?;
+    if let Some(one) = value.as_str() {
+        return Some(vec![one.to_owned()]);
+    }
+    let items = value.as_array()?;
     let ids: Vec<String> = items
         .iter()
         .filter_map(|v| match v {
@@ -116,6 +190,16 @@ fn ids(value: Option<&Value>) -> Option<Vec<String>> {
         })
         .collect();
     (!ids.is_empty()).then_some(ids)
+}
+
+/// A host as `host (visible name)`, anything else by its name.
+fn describe_object(object: &Value) -> String {
+    let name = object["name"].as_str().unwrap_or("?");
+    match object["host"].as_str() {
+        Some(host) if host != name => format!("{host} ({name})"),
+        Some(host) => host.to_owned(),
+        None => name.to_owned(),
+    }
 }
 
 fn describe_event(event: &Value) -> String {

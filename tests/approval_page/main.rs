@@ -9,6 +9,7 @@ mod common;
 mod cookies;
 mod limits;
 mod redeem;
+mod summary;
 mod support;
 mod url_elicitation;
 
@@ -527,7 +528,7 @@ async fn replicas_share_approvals_through_redis() {
     b.guard.stop().await;
 }
 
-fn common_now() -> u64 {
+pub(crate) fn common_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

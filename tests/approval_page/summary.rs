@@ -1,0 +1,60 @@
+//! The summary says what a write changes, resolved with the approver's token: the
+//! maintenance an update changes by its current name (the agent chooses the new one), and
+//! each object by its id.
+
+use serde_json::json;
+
+use crate::common::{self, Lab, zapi};
+use crate::support::{HOST, PageClient, Setup, between, pending, sidecar};
+
+#[tokio::test]
+async fn the_summary_names_the_maintenance_an_update_changes() {
+    for lab in common::labs() {
+        let now = crate::common_now();
+        let frozen = zapi::unique("zmg production freeze");
+        let hostid = common::seed_id(&lab, "hosts", HOST);
+        let created = zapi::admin(
+            &lab,
+            "maintenance.create",
+            json!({"name": frozen, "active_since": now, "active_till": now + 86_400,
+                   "hosts": [{"hostid": hostid}],
+                   "timeperiods": [{"timeperiod_type": 0, "start_date": now, "period": 3600}]}),
+        )
+        .await;
+        let id = created["maintenanceids"][0].as_str().unwrap().to_owned();
+        let checked = tokio::spawn(shown(lab.clone(), id.clone(), frozen, hostid)).await;
+        zapi::admin(&lab, "maintenance.delete", json!([id])).await;
+        if let Err(error) = checked {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
+async fn shown(lab: Lab, id: String, frozen: String, hostid: String) {
+    let car = sidecar(Setup::page(&lab.url)).await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    // Renamed into something harmless-looking and switched to no data collection.
+    let args = json!({"maintenanceid": id, "name": "agent scratch window",
+                      "hostids": [hostid], "maintenance_type": 1});
+    let asked = common::tool_error(&agent, "maintenance_update", args).await;
+    let (approval, _) = pending(&asked);
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    let page = admin.get(&format!("/approvals/{approval}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let summary = between(&page.body, "<table id=\"summary\">", "</table>");
+    let row = |label: &str, value: &str| format!("<tr><th>{label}</th><td>{value}</td></tr>");
+    for expected in [
+        row(&format!("Changes maintenance {id}"), &frozen),
+        row("New name", "agent scratch window"),
+        row("Maintenance type", "without data collection"),
+        row(&format!("Host {hostid}"), &format!("{HOST} (MCP Web 01)")),
+    ] {
+        assert!(
+            summary.contains(&expected),
+            "Zabbix {}: {expected} in {summary}",
+            lab.major
+        );
+    }
+    car.guard.stop().await;
+}
