@@ -1,6 +1,7 @@
-//! The summary says what a write changes, resolved with the approver's token: the
-//! maintenance an update changes by its current name (the agent chooses the new one), and
-//! each object by its id.
+//! The page says what a write changes and who asks, in words the agent cannot forge: the
+//! summary names the maintenance an update changes by its current name (the agent chooses
+//! the new one) and each object by its id; the client's own name for itself never reads as
+//! the address the sidecar saw.
 
 use serde_json::json;
 
@@ -56,5 +57,55 @@ async fn shown(lab: Lab, id: String, frozen: String, hostid: String) {
             lab.major
         );
     }
+    car.guard.stop().await;
+}
+
+/// The client names itself: a name that reads like the page's own "from <address>" has a
+/// row of its own, and the address the sidecar saw has another.
+#[tokio::test]
+async fn a_client_name_cannot_pass_for_the_address() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let lab = common::lab(7);
+    let car = sidecar(Setup {
+        stateful: true,
+        ..Setup::page(&lab.url)
+    })
+    .await;
+    let event = crate::support::open_event(&lab, &car.guard).await;
+    let forged = "claude-code from 10.20.0.5 (Admin's workstation)";
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(car.guard.url.as_str())
+            .auth_header(lab.token_operator.clone()),
+    );
+    let agent = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(forged, "1.0"),
+    )
+    .serve(transport)
+    .await
+    .expect("MCP client connects");
+    let asked = common::tool_error(
+        &agent,
+        crate::support::TOOL,
+        crate::support::ack_args(&event, "from where?"),
+    )
+    .await;
+    let (approval, _) = pending(&asked);
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    let page = admin.get(&format!("/approvals/{approval}")).await;
+    let client = between(&page.body, "<td id=\"client\">", "</td>");
+    assert_eq!(
+        client, "claude-code from 10.20.0.5 (Admin&#39;s workstation)",
+        "{}",
+        page.body
+    );
+    let address = between(&page.body, "<td id=\"address\">", "</td>");
+    assert_eq!(address, "127.0.0.1");
+    let _ = agent.cancel().await;
     car.guard.stop().await;
 }
