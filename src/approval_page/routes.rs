@@ -204,11 +204,10 @@ async fn detail(
             Ok(approver) => approver,
             Err(SignInError::Refused) => {
                 tracing::info!(user.id = %session.identity.userid, "approval page: sign-in no longer valid at a decision");
+                let reason = "Zabbix no longer accepts your sign-in, or no longer as the same user: sign in again. Nothing was decided.";
+                decide::log_refusal(app, &record, &session.identity, reason, None);
                 page.sessions.sign_out(session_id).await;
-                return plain(
-                    StatusCode::FORBIDDEN,
-                    "Zabbix no longer accepts your sign-in, or no longer as the same user: sign in again. Nothing was decided.",
-                );
+                return plain(StatusCode::FORBIDDEN, reason);
             }
             Err(SignInError::Upstream(error)) => {
                 return plain(

@@ -27,7 +27,9 @@ async fn revoked(lab: Lab, user: zapi::TestUser, admins: String) {
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = open_event(&lab, &car.guard).await;
     let args = ack_args(&event, "approved by someone no longer an approver");
-    let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
+    let asked = common::tool_error(&agent, TOOL, args.clone()).await;
+    let (id, _) = pending(&asked);
+    let decision_id = asked["decision_id"].as_str().unwrap().to_owned();
 
     // Signed in while an approver: the page offers the buttons.
     let page = PageClient::new(&car.page);
@@ -61,6 +63,18 @@ async fn revoked(lab: Lab, user: zapi::TestUser, admins: String) {
     assert_eq!(forced.status, 403, "Zabbix {}: {}", lab.major, forced.body);
     assert!(forced.body.contains("sign in again"), "{}", forced.body);
     assert_eq!(page.get("/approvals").await.status, 303, "signed out");
+
+    // Both attempts are in the decision log under the call's decision id.
+    let reasons: Vec<String> = support::events(&car.log, &decision_id)
+        .iter()
+        .filter(|e| e["event"] == "approval_refused")
+        .map(|e| e["data"]["reason"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[1].contains("no longer accepts your sign-in"),
+        "{reasons:?}"
+    );
 
     let still = common::tool_error(&agent, TOOL, args).await;
     assert_eq!(pending(&still).0, id, "{still}");
