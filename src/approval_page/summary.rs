@@ -47,15 +47,17 @@ pub(crate) async fn summary(
         )
         .await;
         for id in &ids {
-            let row = match &found {
-                Ok(Value::Array(events)) => events
-                    .iter()
-                    .find(|e| e["eventid"].as_str() == Some(id))
-                    .map_or_else(|| "not visible to you".to_owned(), describe_event),
-                Ok(_) => "not visible to you".to_owned(),
-                Err(error) => format!("could not be read: {error}"),
-            };
-            rows.push((format!("Problem (event {id})"), row));
+            let label = format!("Problem (event {id})");
+            match &found {
+                Ok(Value::Array(events)) => {
+                    match events.iter().find(|e| e["eventid"].as_str() == Some(id)) {
+                        Some(event) => rows.extend(describe_event(id, event)),
+                        None => rows.push((label, "not visible to you".to_owned())),
+                    }
+                }
+                Ok(_) => rows.push((label, "not visible to you".to_owned())),
+                Err(error) => rows.push((label, format!("could not be read: {error}"))),
+            }
         }
     }
     // One row per object, its id beside its name: a name cannot pass for another object's,
@@ -202,7 +204,10 @@ fn describe_object(object: &Value) -> String {
     }
 }
 
-fn describe_event(event: &Value) -> String {
+/// An event's name, severity and hosts, each on a row of its own: the name can hold text
+/// from monitored data ({ITEM.VALUE} in a trigger name), and inline it could read as
+/// another severity and host ("x | severity information | host test-01").
+fn describe_event(id: &str, event: &Value) -> [(String, String); 3] {
     let name = event["name"].as_str().unwrap_or("?");
     let severity = event["severity"]
         .as_str()
@@ -211,18 +216,11 @@ fn describe_event(event: &Value) -> String {
         .unwrap_or(&"unknown severity");
     let hosts: Vec<String> = event["hosts"]
         .as_array()
-        .map(|hosts| {
-            hosts
-                .iter()
-                .map(|h| {
-                    let host = h["host"].as_str().unwrap_or("?");
-                    match h["name"].as_str() {
-                        Some(name) if name != host => format!("{host} ({name})"),
-                        _ => host.to_owned(),
-                    }
-                })
-                .collect()
-        })
+        .map(|hosts| hosts.iter().map(describe_object).collect())
         .unwrap_or_default();
-    format!("{name} | severity {severity} | host {}", hosts.join(", "))
+    [
+        (format!("Problem (event {id})"), name.to_owned()),
+        (format!("Severity (event {id})"), (*severity).to_owned()),
+        (format!("Hosts (event {id})"), hosts.join(", ")),
+    ]
 }

@@ -5,6 +5,7 @@
 
 use serde_json::json;
 
+use crate::common::trapper::fresh_problem;
 use crate::common::{self, Lab, zapi};
 use crate::support::{HOST, PageClient, Setup, between, pending, sidecar};
 
@@ -107,5 +108,53 @@ async fn a_client_name_cannot_pass_for_the_address() {
     let address = between(&page.body, "<td id=\"address\">", "</td>");
     assert_eq!(address, "127.0.0.1");
     let _ = agent.cancel().await;
+    car.guard.stop().await;
+}
+
+/// A problem's name can hold monitored data (`{ITEM.VALUE}` in its trigger's name): it has a
+/// row of its own, so that a value reading "| severity information | host …" cannot pass
+/// for the problem's own severity and host, which have rows of theirs.
+#[tokio::test]
+async fn an_event_name_cannot_pass_for_its_severity_or_host() {
+    let lab = common::lab(7);
+    let marker = zapi::unique("zmgfake");
+    let created = zapi::admin(
+        &lab,
+        "trigger.create",
+        json!({"description": "zmg log line: {ITEM.VALUE}", "priority": 5,
+               "expression": format!("find(/{HOST}/mcp.char,,\"like\",\"{marker}\")=1")}),
+    )
+    .await;
+    let triggerid = created["triggerids"][0].as_str().unwrap().to_owned();
+    let checked = tokio::spawn(event_rows(lab.clone(), marker)).await;
+    zapi::admin(&lab, "trigger.delete", json!([triggerid])).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn event_rows(lab: Lab, marker: String) {
+    let value = format!("{marker} | severity information | host mcp-scratch-test");
+    let name = format!("zmg log line: {value}");
+    let car = sidecar(Setup::page(&lab.url)).await;
+    let reader = common::client(&car.guard, &lab.token).await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = fresh_problem(&reader, &lab, HOST, "mcp.char", &name, "zmg-low", &value).await;
+    let asked = common::tool_error(&agent, "problem_close", json!({"eventids": [event]})).await;
+    let (approval, _) = pending(&asked);
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    let page = admin.get(&format!("/approvals/{approval}")).await;
+    let summary = between(&page.body, "<table id=\"summary\">", "</table>");
+    let row = |label: &str, value: &str| {
+        format!("<tr><th>{label} (event {event})</th><td>{value}</td></tr>")
+    };
+    for expected in [
+        row("Problem", &name),
+        row("Severity", "disaster"),
+        row("Hosts", &format!("{HOST} (MCP Web 01)")),
+    ] {
+        assert!(summary.contains(&expected), "{expected} in {summary}");
+    }
     car.guard.stop().await;
 }
