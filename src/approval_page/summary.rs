@@ -26,6 +26,8 @@ pub(crate) async fn summary(
 ) -> Vec<(String, String)> {
     let args = &record.input.arguments;
     let mut rows = Vec::new();
+    // The arguments a row below explains; every other one gets a row as it is sent.
+    let mut shown: Vec<&str> = Vec::new();
     let version = match zabbix.version().await {
         Ok(version) => version,
         Err(error) => {
@@ -40,6 +42,7 @@ pub(crate) async fn summary(
             .map_err(|e| e.to_string())
     };
     if let Some(ids) = ids(args.get("eventids")) {
+        shown.push("eventids");
         let found = get(
             Method::EventGet,
             json!({"eventids": ids, "output": ["eventid", "name", "severity"],
@@ -66,6 +69,7 @@ pub(crate) async fn summary(
         let Some(ids) = ids(args.get(object.arg)) else {
             continue;
         };
+        shown.push(object.arg);
         let found = get(
             object.method,
             json!({(object.param): ids, "output": object.output}),
@@ -91,9 +95,11 @@ pub(crate) async fn summary(
             "Name"
         };
         rows.push((label.into(), name.to_owned()));
+        shown.push("name");
     }
     if let Some(message) = args.get("message").and_then(Value::as_str) {
         rows.push(("Message".into(), message.to_owned()));
+        shown.push("message");
     }
     if let Some(severity) = args.get("severity").and_then(Value::as_u64) {
         let name = usize::try_from(severity)
@@ -101,6 +107,7 @@ pub(crate) async fn summary(
             .and_then(|s| SEVERITIES.get(s))
             .unwrap_or(&"unknown");
         rows.push(("New severity".into(), (*name).to_owned()));
+        shown.push("severity");
     }
     if let Some(kind) = args.get("maintenance_type").and_then(Value::as_u64) {
         let collection = if kind == 1 { "without" } else { "with" };
@@ -108,6 +115,7 @@ pub(crate) async fn summary(
             "Maintenance type".into(),
             format!("{collection} data collection"),
         ));
+        shown.push("maintenance_type");
     }
     if let Some(until) = args.get("suppress_until").and_then(Value::as_u64) {
         let until = if until == 0 {
@@ -116,16 +124,53 @@ pub(crate) async fn summary(
             rfc3339(until)
         };
         rows.push(("Suppressed until".into(), until));
+        shown.push("suppress_until");
     }
     let time = |key: &str| args.get(key).and_then(Value::as_u64).map(rfc3339);
-    if let (Some(since), Some(till)) = (time("active_since"), time("active_till")) {
-        rows.push(("Time window".into(), format!("{since} to {till}")));
+    match (time("active_since"), time("active_till")) {
+        (Some(since), Some(till)) => {
+            rows.push(("Time window".into(), format!("{since} to {till}")));
+            shown.extend(["active_since", "active_till"]);
+        }
+        // An update may move one end only.
+        (Some(since), None) => {
+            rows.push(("Active since".into(), since));
+            shown.push("active_since");
+        }
+        (None, Some(till)) => {
+            rows.push(("Active till".into(), till));
+            shown.push("active_till");
+        }
+        (None, None) => {}
+    }
+    // Nothing the call sends goes unmentioned: an update's `tags: []` (every problem of the
+    // hosts suppressed from then on) or `groupids: []` is a change too.
+    for (key, value) in args {
+        if !shown.contains(&key.as_str()) {
+            rows.push((format!("Argument {key}"), cut(&value.to_string())));
+        }
     }
     if rows.is_empty() {
         rows.push(("Summary".into(), "see the exact request below".into()));
     }
     rows
 }
+
+/// At most `ARGUMENT_SHOWN` characters of an argument's JSON; the exact request has it all.
+fn cut(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= ARGUMENT_SHOWN {
+        return text.to_owned();
+    }
+    let start: String = text.chars().take(ARGUMENT_SHOWN).collect();
+    format!(
+        "{start}... ({} more characters: see the exact request)",
+        total - ARGUMENT_SHOWN
+    )
+}
+
+/// How much of an argument the summary shows.
+const ARGUMENT_SHOWN: usize = 400;
 
 /// An object a call names by id, as the summary resolves it.
 struct Object {

@@ -37,7 +37,8 @@ async fn shown(lab: Lab, id: String, frozen: String, hostid: String) {
     let agent = common::client(&car.guard, &lab.token_operator).await;
     // Renamed into something harmless-looking and switched to no data collection.
     let args = json!({"maintenanceid": id, "name": "agent scratch window",
-                      "hostids": [hostid], "maintenance_type": 1});
+                      "hostids": [hostid], "groupids": [], "maintenance_type": 1,
+                      "description": "routine"});
     let asked = common::tool_error(&agent, "maintenance_update", args).await;
     let (approval, _) = pending(&asked);
     let admin = PageClient::new(&car.page);
@@ -51,6 +52,9 @@ async fn shown(lab: Lab, id: String, frozen: String, hostid: String) {
         row("New name", "agent scratch window"),
         row("Maintenance type", "without data collection"),
         row(&format!("Host {hostid}"), &format!("{HOST} (MCP Web 01)")),
+        // What no row explains is shown as sent: `[]` clears the stored set.
+        row("Argument groupids", "[]"),
+        row("Argument description", "&quot;routine&quot;"),
     ] {
         assert!(
             summary.contains(&expected),
