@@ -1,6 +1,7 @@
 //! A decision is taken as the approver is in Zabbix at that moment, not as they were at
 //! sign-in: someone taken out of the approver groups, or disabled, while their page session
-//! lasts (15 minutes) decides nothing.
+//! lasts (15 minutes) decides nothing; someone who still is an approver decides, signed in
+//! with a password or an API token.
 
 use serde_json::json;
 
@@ -79,6 +80,23 @@ async fn revoked(lab: Lab, user: zapi::TestUser, admins: String) {
     let still = common::tool_error(&agent, TOOL, args).await;
     assert_eq!(pending(&still).0, id, "{still}");
     assert_eq!(acks(&recorder, &event), 0, "nothing reached Zabbix");
+
+    // Enabled again, signed in with their API token: the token is checked again at the
+    // decision and passes, and the approval is taken (never redeemed here).
+    set_groups(&lab, &user, &[&admins]).await;
+    let by_token = PageClient::new(&car.page);
+    assert_eq!(by_token.sign_in_with_token(&user.token).await.status, 303);
+    let approved = by_token.decide(&id, "approve").await;
+    assert_eq!(
+        approved.status, 200,
+        "Zabbix {}: {}",
+        lab.major, approved.body
+    );
+    assert!(
+        approved.body.contains("You approved this change"),
+        "{}",
+        approved.body
+    );
     car.guard.stop().await;
 }
 
