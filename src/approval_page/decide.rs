@@ -189,7 +189,8 @@ pub(crate) async fn expire(
     Ok(())
 }
 
-fn log_refusal(
+/// `approval_refused` in the decision log, under the call's `decision_id`.
+pub(crate) fn log_refusal(
     app: &App,
     record: &ApprovalRecord,
     approver: &Identity,

@@ -119,6 +119,8 @@ pub(crate) fn detail(d: &Detail<'_>, user: &str, csrf: &str) -> String {
     let r = d.record;
     let caller = &r.input.caller;
     let client = &r.input.client;
+    // The client names itself; the name has a row of its own so that it cannot pass for
+    // the address the sidecar saw (a name "x from 10.0.0.5" read "x from 10.0.0.5 from …").
     let mut body = String::new();
     if let Some(notice) = d.notice {
         let _ = write!(
@@ -132,7 +134,8 @@ pub(crate) fn detail(d: &Detail<'_>, user: &str, csrf: &str) -> String {
         "<table id=\"facts\">\
          <tr><th>Tool</th><td id=\"tool\">{tool} ({method})</td></tr>\
          <tr><th>Caller</th><td id=\"caller\">{username} (userid {userid}; groups: {groups})</td></tr>\
-         <tr><th>Client</th><td id=\"client\">{client_name} from {address}</td></tr>\
+         <tr><th>Client (as it names itself)</th><td id=\"client\">{client_name}</td></tr>\
+         <tr><th>Client address</th><td id=\"address\">{address}</td></tr>\
          <tr><th>Zabbix</th><td>{zabbix}</td></tr>\
          <tr><th>State</th><td id=\"state\">{state}</td></tr>\
          <tr><th>Expires</th><td>{expires}</td></tr></table>",

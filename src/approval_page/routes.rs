@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use super::Page;
 use super::decide::{self, Choice, Decided};
 use super::html;
-use super::session::{Credentials, SESSION_TTL, Session, random_token, same_secret};
+use super::session::{Credentials, SESSION_TTL, Session, SignInError, random_token, same_secret};
 use super::summary::summary;
 use crate::server::body::{self, BodyBudget, BodyError};
 use crate::store::{Status, unix_now};
@@ -95,7 +95,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                     set_cookie(&mut reply, page, LOGIN_COOKIE, "", 0);
                     reply
                 }
-                Err(super::session::SignInError::Refused) => {
+                Err(SignInError::Refused) => {
                     let mut reply = login_form(page, login_csrf.as_deref(), next, true);
                     *reply.status_mut() = StatusCode::UNAUTHORIZED;
                     reply
@@ -133,7 +133,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                             (Method::POST, "decline") => Some(Choice::Decline),
                             _ => return plain(StatusCode::BAD_REQUEST, "Unknown decision."),
                         };
-                        detail(page, &session, id, choice, field("sha256")).await
+                        detail(page, (&session_id, &session), id, choice, field("sha256")).await
                     }
                     _ => plain(StatusCode::NOT_FOUND, "Not found."),
                 },
@@ -159,7 +159,7 @@ async fn list(page: &Page, session: &Session) -> Reply {
 
 async fn detail(
     page: &Page,
-    session: &Session,
+    (session_id, session): (&str, &Session),
     id: &str,
     choice: Option<Choice>,
     shown_sha256: &str,
@@ -199,7 +199,26 @@ async fn detail(
                 "The request changed since the page was shown; reload it.",
             );
         }
-        match decide::decide(app, &record, &session.identity, &session.token, choice).await {
+        // Decided as the person is now in Zabbix, not as they were at sign-in.
+        let approver = match super::session::recheck(app, session).await {
+            Ok(approver) => approver,
+            Err(SignInError::Refused) => {
+                tracing::info!(user.id = %session.identity.userid, "approval page: sign-in no longer valid at a decision");
+                let reason = "Zabbix no longer accepts your sign-in, or no longer as the same user: sign in again. Nothing was decided.";
+                decide::log_refusal(app, &record, &session.identity, reason, None);
+                page.sessions.sign_out(session_id).await;
+                return plain(StatusCode::FORBIDDEN, reason);
+            }
+            Err(SignInError::Upstream(error)) => {
+                return plain(
+                    StatusCode::BAD_GATEWAY,
+                    &format!(
+                        "Your sign-in could not be checked with Zabbix, so nothing was decided: {error}"
+                    ),
+                );
+            }
+        };
+        match decide::decide(app, &record, &approver, &session.token, choice).await {
             Ok(Decided::Done(decided)) => {
                 notice = Some(format!("You {} this change.", decided.status.as_str()));
                 refusal = Some(format!("This change is {}.", decided.status.as_str()));

@@ -207,6 +207,33 @@ impl Sessions {
     }
 }
 
+/// The approver as Zabbix sees them now, for a decision: the session's own credentials
+/// checked again (`user.checkAuthentication`) and their user groups read anew. A sign-in
+/// lasts `SESSION_TTL`; without this, someone disabled in Zabbix or taken out of the
+/// approver groups meanwhile could still decide until it ended. Zabbix refusing the
+/// session or token is [`SignInError::Refused`]; so is another user behind it.
+pub(crate) async fn recheck(app: &App, session: &Session) -> Result<Identity, SignInError> {
+    let credential = if session.owns_zabbix_session {
+        json!({"sessionid": session.token.expose()})
+    } else {
+        json!({"token": session.token.expose()})
+    };
+    let user = app
+        .zabbix
+        .call(Method::UserCheckAuthentication, &credential, None)
+        .await
+        .map_err(|e| match e {
+            // Fails closed: any refusal of Zabbix's ends the person's right to decide.
+            crate::zabbix::ZabbixError::Api { .. } => SignInError::Refused,
+            other => SignInError::Upstream(other.to_string()),
+        })?;
+    let current = identity(app, &user, &session.token).await?;
+    if current.userid != session.identity.userid {
+        return Err(SignInError::Refused);
+    }
+    Ok(current)
+}
+
 async fn password_session(
     app: &App,
     username: &str,

@@ -3,11 +3,13 @@
 //! credentials (in a headless Chromium, or over plain HTTP for the refusals), and the
 //! agent's retry sends the approved body once.
 
+mod approver;
 #[path = "../common/mod.rs"]
 mod common;
 mod cookies;
 mod limits;
 mod redeem;
+mod summary;
 mod support;
 mod url_elicitation;
 
@@ -526,7 +528,7 @@ async fn replicas_share_approvals_through_redis() {
     b.guard.stop().await;
 }
 
-fn common_now() -> u64 {
+pub(crate) fn common_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

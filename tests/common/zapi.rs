@@ -37,11 +37,16 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
+/// The password of every [`TestUser`].
+pub const TEST_PASSWORD: &str = "McpTest-2026!x";
+
 /// A user of its own (in `usrgrpid`, with a role denying `denied_methods`) and its API
 /// token. `delete` removes the user (its token goes with it) and the role.
 #[derive(Clone)]
 pub struct TestUser {
     pub userid: String,
+    /// Signs in with [`TEST_PASSWORD`].
+    pub username: String,
     pub roleid: String,
     pub token: String,
 }
@@ -60,7 +65,7 @@ impl TestUser {
         let user = admin(
             lab,
             "user.create",
-            json!({"username": name, "passwd": "McpTest-2026!x", "roleid": roleid,
+            json!({"username": name, "passwd": TEST_PASSWORD, "roleid": roleid,
                    "usrgrps": [{"usrgrpid": usrgrpid}]}),
         )
         .await;
@@ -71,6 +76,7 @@ impl TestUser {
         let token = generated[0]["token"].as_str().expect("token").to_owned();
         TestUser {
             userid,
+            username: name,
             roleid,
             token,
         }
