@@ -393,3 +393,82 @@ async fn change_window_scopes_a_maintenance_by_its_hosts() {
         guard.stop().await;
     }
 }
+
+/// Host groups of the admin's own, deleted at the end: `names`, created in this order.
+async fn groups(lab: &Lab, names: &[String]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for name in names {
+        let created = common::zapi::admin(lab, "hostgroup.create", json!({"name": name})).await;
+        ids.push(created["groupids"][0].as_str().unwrap().to_owned());
+    }
+    ids
+}
+
+fn every_hour(groupids: &[&String]) -> Value {
+    json!({"change_window": {"groupids": groupids, "start_hour": 0, "end_hour": 24,
+        "days": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]}})
+}
+
+#[tokio::test]
+async fn a_maintenance_of_a_group_targets_its_nested_subgroups() {
+    for lab in common::labs() {
+        // Zabbix's server puts the hosts of A/sub and A/sub/deep in a maintenance of A (seen
+        // on both labs: a host only in A/sub went into maintenance). Names that merely look
+        // alike (another case, no slash after A) are not nested.
+        let parent = common::zapi::unique("mcp-nest");
+        let names = [
+            parent.clone(),
+            format!("{parent}/sub"),
+            format!("{parent}/sub/deep"),
+            format!("{parent}x/other"),
+            format!("{}/up", parent.to_uppercase()),
+        ];
+        let ids = groups(&lab, &names).await;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let create = json!({"name": parent, "groupids": [ids[0]],
+                            "active_since": now, "active_till": now + 3600});
+
+        let (guard, log) = guard_with(
+            &lab,
+            &example("change_window"),
+            Some(every_hour(&[&ids[0]])),
+        )
+        .await;
+        let admin = common::client(&guard, &lab.token).await;
+        let err = tool_error(&admin, "maintenance_create", create.clone()).await;
+        assert_eq!(err["code"], "denied", "Zabbix {}: {err}", lab.major);
+        assert_eq!(
+            err["data"]["reasons"],
+            json!([
+                format!(
+                    "host group {} ({}) is outside the change window scope",
+                    names[1], ids[1]
+                ),
+                format!(
+                    "host group {} ({}) is outside the change window scope",
+                    names[2], ids[2]
+                ),
+            ]),
+            "{err}"
+        );
+        let decided = call_decisions(&log, "maintenance_create");
+        let targeted: Vec<Value> = (0..3)
+            .map(|i| json!({"groupid": ids[i], "name": names[i]}))
+            .collect();
+        assert_eq!(decided[0]["input"]["targets"]["groups"], json!(targeted));
+        guard.stop().await;
+
+        // With the subgroups in scope the policy allows it (and asks an approval this client
+        // cannot give: nothing is created).
+        let scope = every_hour(&[&ids[0], &ids[1], &ids[2]]);
+        let (guard, _) = guard_with(&lab, &example("change_window"), Some(scope)).await;
+        let admin = common::client(&guard, &lab.token).await;
+        let err = tool_error(&admin, "maintenance_create", create).await;
+        assert_eq!(err["code"], "approval_unavailable", "{err}");
+        guard.stop().await;
+        common::zapi::admin(&lab, "hostgroup.delete", json!(ids)).await;
+    }
+}

@@ -1,7 +1,7 @@
 //! Targets: what a write call touches. The IDs a call names (events, maintenances, hosts,
 //! host groups) are resolved with the caller's own token into the hosts and host groups
 //! behind them (`input.targets`) before the policy decides, so a policy can scope writes by
-//! host group. Resolution takes at most two rounds of Zabbix calls and is cached briefly per
+//! host group. Resolution takes at most three rounds of Zabbix calls and is cached briefly per
 //! token and IDs. Only a complete answer counts: an ID that does not resolve (unknown, not
 //! visible to the caller, or Zabbix failed) denies the call.
 
