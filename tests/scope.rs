@@ -472,3 +472,83 @@ async fn a_maintenance_of_a_group_targets_its_nested_subgroups() {
         common::zapi::admin(&lab, "hostgroup.delete", json!(ids)).await;
     }
 }
+
+const NO_DELETE_OUTSIDE: &str = r#"package zabbix.mcp
+import rego.v1
+# Any update; a delete only of maintenances wholly in data.scope.groupids.
+deny contains sprintf("maintenance of %v may not be deleted", [g.name]) if {
+    input.tool.name == "maintenance_delete"
+    some g in input.targets.groups
+    not g.groupid in data.scope.groupids
+}
+decision := {"allow": count(deny) == 0, "reasons": deny, "approval": "none"}
+"#;
+
+#[tokio::test]
+async fn a_write_is_decided_on_what_the_previous_write_left() {
+    for lab in common::labs() {
+        let names = [
+            common::zapi::unique("mcp-keep"),
+            common::zapi::unique("mcp-free"),
+        ];
+        let ids = groups(&lab, &names).await;
+        let (free, keep) = (&ids[1], &ids[0]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let created = common::zapi::admin(
+            &lab,
+            "maintenance.create",
+            json!({"name": names[1], "active_since": now, "active_till": now + 3600,
+                   "groups": [{"groupid": free}],
+                   "timeperiods": [{"timeperiod_type": 0, "start_date": now, "period": 3600}]}),
+        )
+        .await;
+        let maintenance = created["maintenanceids"][0].as_str().unwrap().to_owned();
+        let data = json!({"scope": {"groupids": [free]}});
+        let (guard, _) = guard_with(&lab, NO_DELETE_OUTSIDE, Some(data)).await;
+        let admin = common::client(&guard, &lab.token).await;
+
+        // The maintenance is looked up (in scope), then moved out of scope, then deleted at
+        // once: the delete must see where the move left it, not the first lookup.
+        for update in [
+            json!({"maintenanceid": maintenance, "description": "looked up"}),
+            json!({"maintenanceid": maintenance, "groupids": [keep]}),
+        ] {
+            let result = common::call(&admin, "maintenance_update", update).await;
+            assert_ne!(
+                result.is_error,
+                Some(true),
+                "{:?}",
+                result.structured_content
+            );
+        }
+        let err = tool_error(
+            &admin,
+            "maintenance_delete",
+            json!({"maintenanceids": [maintenance]}),
+        )
+        .await;
+        assert_eq!(err["code"], "denied", "Zabbix {}: {err}", lab.major);
+        assert_eq!(
+            err["data"]["reasons"],
+            json!([format!("maintenance of {} may not be deleted", names[0])]),
+            "{err}"
+        );
+        let kept = common::zapi::admin(
+            &lab,
+            "maintenance.get",
+            json!({"maintenanceids": [maintenance], "output": ["maintenanceid"]}),
+        )
+        .await;
+        assert_eq!(
+            kept.as_array().map(Vec::len),
+            Some(1),
+            "not deleted: {kept}"
+        );
+        guard.stop().await;
+        common::zapi::admin(&lab, "maintenance.delete", json!([maintenance])).await;
+        common::zapi::admin(&lab, "hostgroup.delete", json!(ids)).await;
+    }
+}

@@ -5,7 +5,6 @@
 //! too. Calls of one round run together, and a kind with no IDs costs no call.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -32,7 +31,7 @@ pub(super) async fn lookup(
     token: &ApiToken,
     version: ZabbixVersion,
     ask: &Ask,
-) -> Result<Arc<Targets>, TargetError> {
+) -> Result<Targets, TargetError> {
     let up = Upstream {
         client,
         token,
@@ -49,7 +48,7 @@ pub(super) async fn lookup(
         groupids.extend(touched.groupids);
     }
     let (hosts, groups) = tokio::try_join!(up.hosts(&hostids), up.groups(&groupids))?;
-    Ok(Arc::new(Targets { hosts, groups }))
+    Ok(Targets { hosts, groups })
 }
 
 impl Upstream<'_> {
