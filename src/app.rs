@@ -27,10 +27,6 @@ use crate::zabbix::{CallerResolver, ClientSettings, ZabbixClient, ZabbixError};
 /// disabled token stops working within a minute.
 const CALLER_CACHE_CAPACITY: u64 = 10_000;
 const CALLER_CACHE_TTL: Duration = Duration::from_secs(60);
-/// Resolved write targets (hosts and groups behind IDs), per token and IDs: long enough for
-/// an approval round trip, short enough that group changes apply soon.
-const TARGET_CACHE_CAPACITY: u64 = 10_000;
-const TARGET_CACHE_TTL: Duration = Duration::from_secs(10);
 
 pub struct App {
     /// The configuration as started. What a reload changes (`crate::reconfigure`) is read
@@ -166,7 +162,7 @@ impl App {
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
             rejected_tokens,
-            targets: TargetResolver::new(TARGET_CACHE_CAPACITY, TARGET_CACHE_TTL),
+            targets: TargetResolver,
             exposure: RwLock::new(Arc::new(exposure)),
             exposure_generation: AtomicU64::new(0),
             list_changed,

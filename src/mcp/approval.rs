@@ -97,6 +97,10 @@ pub enum ApprovalError {
     Changed,
     #[error("this approval was already used; call again to get a new approval")]
     AlreadyUsed,
+    #[error(
+        "what the call touches changed while it waited for approval ({0}); nothing was sent to Zabbix: call again to have it decided anew"
+    )]
+    TargetsChanged(String),
     #[error("elicitation failed: {0}; nothing was sent to Zabbix")]
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]

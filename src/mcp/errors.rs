@@ -132,6 +132,7 @@ impl ToolError {
                 | ApprovalError::WrongTool { .. }
                 | ApprovalError::WrongMethod { .. }
                 | ApprovalError::Changed
+                | ApprovalError::TargetsChanged(_)
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
                 ApprovalError::Key(_) | ApprovalError::Schema(_) | ApprovalError::Store(_) => {

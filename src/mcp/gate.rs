@@ -16,8 +16,8 @@ use crate::config::SessionMode;
 use crate::mcp::tools::Call;
 use crate::mcp::tools::ToolList;
 use crate::policy::{
-    CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, Targets,
-    ToolInfo, ZabbixInfo,
+    CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, ToolInfo,
+    ZabbixInfo,
 };
 use crate::ratelimit::RateLimitError;
 use crate::targets::Ask;
@@ -189,7 +189,7 @@ pub async fn decide_call(
         )
         .await
         {
-            Ok(targets) => Some(Targets::clone(&targets)),
+            Ok(targets) => Some(targets),
             Err(error) => {
                 // Zabbix's messages echo agent text: escaped, so no line can be forged.
                 let message = crate::display::escape_text(&error.to_string());

@@ -130,6 +130,19 @@ async fn redeem(
         return Err(ToolError::ApprovalExpired);
     }
     holds(record, &body)?;
+    if record.input.targets != call.input.targets {
+        // The person approved this body for what it touched when approval was asked; the
+        // retry touches something else (moved meanwhile, maybe by the caller itself): the
+        // approval is spent, and the next call asks anew.
+        expire(app, record, From::Approved, now).await?;
+        let why = "its hosts or host groups are no longer those the approval was asked for";
+        app.decisions.event(
+            &call.decision.decision_id,
+            "targets",
+            json!({"outcome": "changed", "reason": why, "approval_id": record.id}),
+        );
+        return Err(ApprovalError::TargetsChanged(why.to_owned()).into());
+    }
     let redeemed = app
         .store
         .transition(

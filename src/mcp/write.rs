@@ -13,6 +13,7 @@ use crate::mcp::gate::Subject;
 use crate::mcp::page_approval;
 use crate::metrics::{ApprovalOutcome, ToolOutcome};
 use crate::policy::{Approval, Decision, PolicyInput};
+use crate::targets::Ask;
 use crate::zabbix::{Caller, Payload, ZabbixVersion};
 
 /// Everything one write call needs besides the app.
@@ -104,7 +105,10 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
                 json!({"outcome": answer.as_str(), "via": "elicitation", "sha256": sha256}),
             );
             match answer {
-                Answer::Approved => send(app, &call, &payload).await,
+                Answer::Approved => {
+                    unchanged_targets(app, &call).await?;
+                    send(app, &call, &payload).await
+                }
                 other => Err(ToolError::ApprovalDeclined(other.as_str().into())),
             }
         }
@@ -175,6 +179,34 @@ async fn redeem(
     // One human yes sends once: a replayed (or resent) state is refused from here on.
     app.approver.redeem(&sealed).await?;
     send(app, call, &payload).await
+}
+
+/// The targets looked up again once the client answered: the decision holds for what it saw,
+/// and the answer may come minutes later (`ElicitationTimeout`), when the caller itself, in
+/// another call, may have moved what this one touches (the maintenance it deletes out of the
+/// policy's scope). Other approvals decide again when the call is retried.
+async fn unchanged_targets(app: &App, call: &WriteCall<'_>) -> Result<(), ToolError> {
+    let (Some(decided), Some(ask)) = (
+        call.input.targets.as_ref(),
+        Ask::of(call.def, &call.arguments.0),
+    ) else {
+        return Ok(());
+    };
+    let why = match app
+        .targets
+        .resolve(&app.zabbix, &call.caller.token, call.version, ask)
+        .await
+    {
+        Ok(now) if &now == decided => return Ok(()),
+        Ok(_) => "its hosts or host groups are no longer those the policy decided on".to_owned(),
+        Err(error) => error.to_string(),
+    };
+    app.decisions.event(
+        &call.decision.decision_id,
+        "targets",
+        json!({"outcome": "changed", "reason": why}),
+    );
+    Err(ApprovalError::TargetsChanged(why).into())
 }
 
 async fn send(app: &App, call: &WriteCall<'_>, payload: &Payload) -> Result<Written, ToolError> {

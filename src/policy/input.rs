@@ -115,7 +115,8 @@ pub struct Targets {
     /// maintenances in `maintenanceid(s)`; each with its host groups the caller can read
     /// (Zabbix leaves out the others: policies must allow by group, not deny by group).
     pub hosts: Vec<TargetHost>,
-    /// Host groups named by `groupids` and those of the maintenances in `maintenanceid(s)`.
+    /// Host groups named by `groupids` and those of the maintenances in `maintenanceid(s)`,
+    /// with their nested subgroups the caller can read (a maintenance covers those hosts too).
     pub groups: Vec<TargetGroup>,
 }
 

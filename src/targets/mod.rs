@@ -1,26 +1,23 @@
 //! Targets: what a write call touches. The IDs a call names (events, maintenances, hosts,
 //! host groups) are resolved with the caller's own token into the hosts and host groups
 //! behind them (`input.targets`) before the policy decides, so a policy can scope writes by
-//! host group. Resolution takes at most two rounds of Zabbix calls and is cached briefly per
-//! token and IDs. Only a complete answer counts: an ID that does not resolve (unknown, not
-//! visible to the caller, or Zabbix failed) denies the call.
+//! host group. Resolution takes at most three rounds of Zabbix calls, afresh for every call:
+//! a cached answer would let a write be decided on what another write (the agent's own, on
+//! this replica or another) has changed since. Only a complete answer counts: an ID that does
+//! not resolve (unknown, not visible to the caller, or Zabbix failed) denies the call.
 
 mod resolve;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::time::Duration;
 
-use moka::future::Cache;
 use serde_json::{Map, Value};
 
 use crate::catalog::ToolDef;
 use crate::policy::Targets;
-use crate::zabbix::caller::clone_upstream;
 use crate::zabbix::{ApiToken, Method, ZabbixClient, ZabbixError, ZabbixVersion};
 
 /// The IDs a call names, by kind, each set sorted and without repeats.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ask {
     pub eventids: BTreeSet<String>,
     pub maintenanceids: BTreeSet<String>,
@@ -49,10 +46,8 @@ pub enum TargetError {
     Malformed { method: Method, field: &'static str },
 }
 
-/// Resolves asks to targets, with a bounded, short-lived cache keyed by token digest and IDs.
-pub struct TargetResolver {
-    cache: Cache<([u8; 32], Ask), Arc<Targets>>,
-}
+/// Resolves asks to targets. Nothing is kept between calls (see the module's comment).
+pub struct TargetResolver;
 
 impl Ask {
     /// The IDs a write call names; `None` for read tools (Zabbix scopes what they return,
@@ -94,39 +89,15 @@ impl std::fmt::Display for TargetKind {
 }
 
 impl TargetResolver {
-    pub fn new(capacity: u64, ttl: Duration) -> Self {
-        Self {
-            cache: Cache::builder()
-                .max_capacity(capacity)
-                .time_to_live(ttl)
-                .build(),
-        }
-    }
-
-    /// The targets of `ask` as `token` sees them; failures are not cached.
+    /// The targets of `ask` as `token` sees them now.
     pub async fn resolve(
         &self,
         client: &ZabbixClient,
         token: &ApiToken,
         version: ZabbixVersion,
         ask: Ask,
-    ) -> Result<Arc<Targets>, TargetError> {
-        let key = (token.digest(), ask);
-        let lookup = resolve::lookup(client, token, version, &key.1);
-        self.cache
-            .try_get_with_by_ref(&key, lookup)
-            .await
-            .map_err(|e| match e.as_ref() {
-                TargetError::NotVisible { kind, ids } => TargetError::NotVisible {
-                    kind: *kind,
-                    ids: ids.clone(),
-                },
-                TargetError::Zabbix(z) => TargetError::Zabbix(clone_upstream(z)),
-                TargetError::Malformed { method, field } => TargetError::Malformed {
-                    method: *method,
-                    field,
-                },
-            })
+    ) -> Result<Targets, TargetError> {
+        resolve::lookup(client, token, version, &ask).await
     }
 }
 

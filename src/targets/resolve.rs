@@ -1,10 +1,10 @@
 //! The Zabbix calls behind one ask, with the caller's token. Round one asks what events and
 //! maintenances touch (`event.get`, `maintenance.get`); round two names every host with its
-//! groups (`host.get`) and every group (`hostgroup.get`). Calls of one round run together, and
-//! a kind with no IDs costs no call.
+//! groups (`host.get`) and every group (`hostgroup.get`); round three, when there are groups,
+//! finds their nested subgroups (`hostgroup.get` by name), whose hosts a maintenance covers
+//! too. Calls of one round run together, and a kind with no IDs costs no call.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -31,7 +31,7 @@ pub(super) async fn lookup(
     token: &ApiToken,
     version: ZabbixVersion,
     ask: &Ask,
-) -> Result<Arc<Targets>, TargetError> {
+) -> Result<Targets, TargetError> {
     let up = Upstream {
         client,
         token,
@@ -48,7 +48,7 @@ pub(super) async fn lookup(
         groupids.extend(touched.groupids);
     }
     let (hosts, groups) = tokio::try_join!(up.hosts(&hostids), up.groups(&groupids))?;
-    Ok(Arc::new(Targets { hosts, groups }))
+    Ok(Targets { hosts, groups })
 }
 
 impl Upstream<'_> {
@@ -184,10 +184,36 @@ impl Upstream<'_> {
             .iter()
             .map(|g| group(g, method))
             .collect::<Result<Vec<_>, _>>()?;
-        let found = groups.iter().map(|g| g.groupid.clone()).collect();
+        let found: BTreeSet<String> = groups.iter().map(|g| g.groupid.clone()).collect();
         missing(TargetKind::HostGroup, groupids, &found)?;
+        let nested = self.subgroups(&groups).await?;
+        groups.extend(nested.into_iter().filter(|g| !found.contains(&g.groupid)));
         groups.sort_by(|a, b| by_id(&a.groupid, &b.groupid));
+        groups.dedup_by(|a, b| a.groupid == b.groupid);
         Ok(groups)
+    }
+
+    /// The nested subgroups of `parents` the caller can read. Zabbix's server puts the hosts
+    /// of `A/B` (and `A/B/C`) in a maintenance of `A`, so they are touched too. Zabbix searches
+    /// without regard to case; the server nests by exact name, so the answer is filtered.
+    async fn subgroups(&self, parents: &[TargetGroup]) -> Result<Vec<TargetGroup>, TargetError> {
+        let prefixes: Vec<String> = parents.iter().map(|g| format!("{}/", g.name)).collect();
+        let method = Method::HostGroupGet;
+        let list = self
+            .get(
+                method,
+                json!({"output": ["groupid", "name"], "search": {"name": prefixes},
+                       "startSearch": true, "searchByAny": true}),
+            )
+            .await?;
+        let mut nested = Vec::new();
+        for g in &list {
+            let g = group(g, method)?;
+            if nested_in(&g.name, &prefixes) {
+                nested.push(g);
+            }
+        }
+        Ok(nested)
     }
 }
 
@@ -236,6 +262,14 @@ fn missing(
     }
 }
 
+/// Whether a group name is below one of `prefixes` (parent names with their `/`), as
+/// Zabbix's server nests groups: by exact, case-sensitive name.
+fn nested_in(name: &str, prefixes: &[String]) -> bool {
+    prefixes
+        .iter()
+        .any(|prefix| name.len() > prefix.len() && name.starts_with(prefix.as_str()))
+}
+
 /// Numeric order of Zabbix IDs (strings of digits).
 fn by_id(a: &str, b: &str) -> std::cmp::Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
@@ -245,7 +279,7 @@ fn by_id(a: &str, b: &str) -> std::cmp::Ordering {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::{TargetKind, by_id, missing};
+    use super::{TargetKind, by_id, missing, nested_in};
 
     #[test]
     fn every_asked_id_must_be_found() {
@@ -259,5 +293,20 @@ mod tests {
         let mut ids = vec!["10", "9", "100"];
         ids.sort_by(|a, b| by_id(a, b));
         assert_eq!(ids, ["9", "10", "100"]);
+    }
+
+    #[test]
+    fn subgroups_nest_by_exact_name() {
+        let prefixes = ["Customers/".to_owned()];
+        assert!(nested_in("Customers/Bank", &prefixes));
+        assert!(nested_in("Customers/Bank/Vault", &prefixes));
+        for other in [
+            "Customers",
+            "Customers/",
+            "customers/Bank",
+            "CustomersX/Bank",
+        ] {
+            assert!(!nested_in(other, &prefixes), "{other}");
+        }
     }
 }

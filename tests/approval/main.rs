@@ -10,6 +10,7 @@ mod common;
 mod question;
 mod sealed;
 mod support;
+mod targets;
 mod timeout;
 
 use common::Lab;

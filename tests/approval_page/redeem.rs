@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::Digest;
 use zabbix_mcp_guard::store::{Status, unix_now};
 
@@ -258,4 +258,86 @@ async fn set_redis_field(id: &str, field: &str, value: &str) {
         .query_async(&mut redis().await)
         .await
         .unwrap();
+}
+
+/// Maintenance deletes need a person on the page; everything else goes without.
+const DELETE_ON_PAGE: &str = r#"package zabbix.mcp
+import rego.v1
+decision := {"allow": true, "reasons": [], "approval": "page",
+             "approvers": {"usrgrps": ["Zabbix administrators"], "distinct_from_caller": false}}
+    if input.tool.name == "maintenance_delete"
+else := {"allow": true, "reasons": [], "approval": "none"}
+"#;
+
+/// A person approves a delete for what it touched when approval was asked: a maintenance
+/// moved to other host groups before the retry is not deleted on that approval.
+#[tokio::test]
+async fn an_approval_is_not_redeemed_for_targets_moved_since() {
+    let lab = common::lab(7);
+    let names = [
+        common::zapi::unique("mcp-keep"),
+        common::zapi::unique("mcp-free"),
+    ];
+    let mut ids = Vec::new();
+    for name in &names {
+        let created = common::zapi::admin(&lab, "hostgroup.create", json!({"name": name})).await;
+        ids.push(created["groupids"][0].as_str().unwrap().to_owned());
+    }
+    let now = unix_now();
+    let created = common::zapi::admin(
+        &lab,
+        "maintenance.create",
+        json!({"name": names[1], "active_since": now, "active_till": now + 3600,
+               "groups": [{"groupid": ids[1]}],
+               "timeperiods": [{"timeperiod_type": 0, "start_date": now, "period": 3600}]}),
+    )
+    .await;
+    let maintenance = created["maintenanceids"][0].as_str().unwrap().to_owned();
+    let dir = common::temp_path("policy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("policy.rego"), DELETE_ON_PAGE).unwrap();
+    let car = sidecar_with(Setup::page(&lab.url), |c| c.policy_dir = Some(dir)).await;
+    let agent = common::client(&car.guard, &lab.token).await;
+    let delete = json!({"maintenanceids": [maintenance]});
+    let first = common::tool_error(&agent, "maintenance_delete", delete.clone()).await;
+    let (id, _) = pending(&first);
+    let person = PageClient::new(&car.page);
+    assert_eq!(person.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(person.decide(&id, "approve").await.status, 200);
+
+    // Approved; the agent moves the maintenance to another group, then retries.
+    let moved = common::call(
+        &agent,
+        "maintenance_update",
+        json!({"maintenanceid": maintenance, "groupids": [ids[0]]}),
+    )
+    .await;
+    assert_ne!(moved.is_error, Some(true), "{:?}", moved.structured_content);
+    let retry = common::tool_error(&agent, "maintenance_delete", delete.clone()).await;
+    assert_eq!(retry["code"], "invalid_arguments", "deleted? {retry}");
+    assert!(
+        retry["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed while it waited for approval"),
+        "{retry}"
+    );
+    let kept = common::zapi::admin(
+        &lab,
+        "maintenance.get",
+        json!({"maintenanceids": [maintenance], "output": ["maintenanceid"]}),
+    )
+    .await;
+    assert_eq!(
+        kept.as_array().map(Vec::len),
+        Some(1),
+        "not deleted: {kept}"
+    );
+    // The approval is spent: the next call asks a person anew, about what it touches now.
+    let again = common::tool_error(&agent, "maintenance_delete", delete).await;
+    let (again_id, _) = pending(&again);
+    assert_ne!(again_id, id);
+    car.guard.stop().await;
+    common::zapi::admin(&lab, "maintenance.delete", json!([maintenance])).await;
+    common::zapi::admin(&lab, "hostgroup.delete", json!(ids)).await;
 }

@@ -7,7 +7,8 @@
 #   see tools appear and vanish with the clock.
 # - The scope is checked on what the call touches (input.targets, resolved by the sidecar
 #   with the caller's token): the host groups it names and those of the maintenance it
-#   changes or deletes must all be in scope, and every host (named, or already in the
+#   changes or deletes, with their nested subgroups (a maintenance of A covers the hosts of
+#   A/B too), must all be in scope, and every host (named, or already in the
 #   maintenance) must be in at least one host group of the scope. For maintenance_update the
 #   targets are the maintenance as it is plus what the update names, so a maintenance
 #   outside the scope cannot be taken over, nor one inside it moved out.
