@@ -16,6 +16,7 @@ use super::session::{Credentials, SESSION_TTL, Session, SignInError, random_toke
 use super::summary::summary;
 use crate::server::body::{self, BodyBudget, BodyError};
 use crate::store::{Status, unix_now};
+use crate::zabbix::Identity;
 
 const SESSION_COOKIE: &str = "zmg_session";
 const LOGIN_COOKIE: &str = "zmg_login";
@@ -124,7 +125,9 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                     set_cookie(&mut reply, page, SESSION_COOKIE, "", 0);
                     reply
                 }
-                (Method::GET, "/approvals" | "/approvals/") => list(page, &session).await,
+                (Method::GET, "/approvals" | "/approvals/") => {
+                    list(page, (&session_id, &session)).await
+                }
                 (method, path) => match path.strip_prefix("/approvals/") {
                     Some(id) if is_id(id) => {
                         let choice = match (method, field("decision")) {
@@ -142,7 +145,11 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
     }
 }
 
-async fn list(page: &Page, session: &Session) -> Reply {
+async fn list(page: &Page, (session_id, session): (&str, &Session)) -> Reply {
+    let viewer = match signed_in_now(page, session_id, session).await {
+        Ok(viewer) => viewer,
+        Err(reason) => return reason.reply(false),
+    };
     let records = match page.app.store.list_pending(unix_now()).await {
         Ok(records) => records,
         Err(error) => return plain(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
@@ -150,11 +157,69 @@ async fn list(page: &Page, session: &Session) -> Reply {
     let mine: Vec<_> = records
         .into_iter()
         .filter(|r| {
-            decide::may_decide(r, &session.identity, &session.token).is_ok()
-                && decide::policy_allows(&page.app, r, &session.identity, &session.token)
+            decide::may_decide(r, &viewer, &session.token).is_ok()
+                && decide::policy_allows(&page.app, r, &viewer, &session.token)
         })
         .collect();
-    ok_html(html::list(&mine, &session.identity.username, &session.csrf))
+    ok_html(html::list(&mine, &viewer.username, &session.csrf))
+}
+
+/// Why [`signed_in_now`] found no one.
+enum NotSignedIn {
+    /// Zabbix refused the sign-in's session or token, or it is another user's now.
+    Refused,
+    /// Zabbix could not be asked.
+    Upstream(String),
+}
+
+/// The signed-in person as Zabbix sees them now ([`super::session::recheck`]), for every
+/// page that shows or decides pending calls: someone disabled or taken out of the approver
+/// groups meanwhile neither decides nor reads them for the rest of the page session. A
+/// refused sign-in ends the page session.
+async fn signed_in_now(
+    page: &Page,
+    session_id: &str,
+    session: &Session,
+) -> Result<Identity, NotSignedIn> {
+    match super::session::recheck(&page.app, session).await {
+        Ok(current) => Ok(current),
+        Err(SignInError::Refused) => {
+            tracing::info!(user.id = %session.identity.userid, "approval page: sign-in no longer valid");
+            page.sessions.sign_out(session_id).await;
+            Err(NotSignedIn::Refused)
+        }
+        Err(error) => Err(NotSignedIn::Upstream(error.to_string())),
+    }
+}
+
+impl NotSignedIn {
+    const REFUSED: &str =
+        "Zabbix no longer accepts your sign-in, or no longer as the same user: sign in again.";
+
+    fn reply(&self, deciding: bool) -> Reply {
+        let nothing = if deciding {
+            " Nothing was decided."
+        } else {
+            ""
+        };
+        match self {
+            NotSignedIn::Refused => plain(
+                StatusCode::FORBIDDEN,
+                &format!("{}{nothing}", Self::REFUSED),
+            ),
+            NotSignedIn::Upstream(error) => plain(
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "Your sign-in could not be checked with Zabbix{}: {error}",
+                    if deciding {
+                        ", so nothing was decided"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+        }
+    }
 }
 
 async fn detail(
@@ -182,9 +247,22 @@ async fn detail(
         }
         record.status = Status::Expired;
     }
+    // Shown and decided as the person is now in Zabbix, not as they were at sign-in.
+    let viewer = match signed_in_now(page, session_id, session).await {
+        Ok(viewer) => viewer,
+        Err(why) => {
+            if choice.is_some()
+                && let NotSignedIn::Refused = why
+            {
+                let reason = format!("{} Nothing was decided.", NotSignedIn::REFUSED);
+                decide::log_refusal(app, &record, &session.identity, &reason, None);
+            }
+            return why.reply(choice.is_some());
+        }
+    };
     let mut notice = None;
     let mut status = StatusCode::OK;
-    let mut refusal = match decide::may_decide(&record, &session.identity, &session.token) {
+    let mut refusal = match decide::may_decide(&record, &viewer, &session.token) {
         Err(reason) => Some(reason),
         Ok(()) if record.status != Status::Pending => {
             Some(format!("This change is {}.", record.status.as_str()))
@@ -199,26 +277,7 @@ async fn detail(
                 "The request changed since the page was shown; reload it.",
             );
         }
-        // Decided as the person is now in Zabbix, not as they were at sign-in.
-        let approver = match super::session::recheck(app, session).await {
-            Ok(approver) => approver,
-            Err(SignInError::Refused) => {
-                tracing::info!(user.id = %session.identity.userid, "approval page: sign-in no longer valid at a decision");
-                let reason = "Zabbix no longer accepts your sign-in, or no longer as the same user: sign in again. Nothing was decided.";
-                decide::log_refusal(app, &record, &session.identity, reason, None);
-                page.sessions.sign_out(session_id).await;
-                return plain(StatusCode::FORBIDDEN, reason);
-            }
-            Err(SignInError::Upstream(error)) => {
-                return plain(
-                    StatusCode::BAD_GATEWAY,
-                    &format!(
-                        "Your sign-in could not be checked with Zabbix, so nothing was decided: {error}"
-                    ),
-                );
-            }
-        };
-        match decide::decide(app, &record, &approver, &session.token, choice).await {
+        match decide::decide(app, &record, &viewer, &session.token, choice).await {
             Ok(Decided::Done(decided)) => {
                 notice = Some(format!("You {} this change.", decided.status.as_str()));
                 refusal = Some(format!("This change is {}.", decided.status.as_str()));
@@ -233,7 +292,6 @@ async fn detail(
     }
     // Only the approvers and the caller see the call; anyone else learns only that they
     // may not decide it.
-    let viewer = &session.identity;
     let visible = viewer.userid == record.input.caller.userid
         || viewer
             .usrgrps
@@ -254,11 +312,7 @@ async fn detail(
         refusal: refusal.as_deref(),
         notice: notice.as_deref(),
     };
-    let mut reply = ok_html(html::detail(
-        &detail,
-        &session.identity.username,
-        &session.csrf,
-    ));
+    let mut reply = ok_html(html::detail(&detail, &viewer.username, &session.csrf));
     *reply.status_mut() = status;
     reply
 }

@@ -1,7 +1,7 @@
-//! A decision is taken as the approver is in Zabbix at that moment, not as they were at
-//! sign-in: someone taken out of the approver groups, or disabled, while their page session
-//! lasts (15 minutes) decides nothing; someone who still is an approver decides, signed in
-//! with a password or an API token.
+//! A decision is taken, and pending calls are shown, as the approver is in Zabbix at that
+//! moment, not as they were at sign-in: someone taken out of the approver groups, or
+//! disabled, while their page session lasts (15 minutes) decides and reads nothing;
+//! someone who still is an approver decides, signed in with a password or an API token.
 
 use serde_json::json;
 
@@ -55,6 +55,14 @@ async fn revoked(lab: Lab, user: zapi::TestUser, admins: String) {
         "{}",
         forced.body
     );
+    // Nor does it read the pending calls any more: the list leaves this one out and its
+    // page is refused (before, both were shown as at sign-in).
+    let listed = page.get("/approvals").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(!listed.body.contains(&id), "{}", listed.body);
+    let viewed = page.get(&format!("/approvals/{id}")).await;
+    assert_eq!(viewed.status, 403, "{}", viewed.body);
+    assert!(!viewed.body.contains(&event), "{}", viewed.body);
 
     // Back among the approvers but disabled: Zabbix refuses the sign-in's session, so the
     // page ends its own and decides nothing.
