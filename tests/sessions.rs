@@ -96,7 +96,8 @@ async fn sessions_are_bound_to_their_token_capped_and_idle_expired() {
     let ended = post(&http, url, "token-a", Some(&session), &initialized).await;
     assert_eq!(ended.status(), 404);
     let body: serde_json::Value = ended.json().await.unwrap();
-    assert_eq!(body["error"], "session_not_found");
+    assert_eq!(body["error"]["code"], -32001, "{body}");
+    assert_eq!(body["error"]["data"]["code"], "session_not_found", "{body}");
     let second = post(&http, url, "token-b", None, &initialize()).await;
     assert_eq!(second.status(), 200);
     let second = session_of(&second);

@@ -7,13 +7,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use http::{Response, StatusCode};
-use rmcp::model::{ErrorCode, RequestId};
-use serde::Deserialize;
-use serde::de::IgnoredAny;
-use serde_json::json;
+use rmcp::model::RequestId;
 
-use crate::server::routes::{Body, json_response};
+use crate::server::refusal;
 
 /// The (session, request id) pairs in flight, all sessions together.
 #[derive(Debug, Default)]
@@ -40,16 +36,6 @@ struct Held {
 )]
 pub(crate) struct IdInFlight(RequestId);
 
-/// What tells a request from a notification or a response: a `method` and an `id`, the id
-/// read as rmcp reads it (`1.0` is `1`). The rest of the body is skipped, not kept.
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default)]
-    id: Option<RequestId>,
-    #[serde(default)]
-    method: Option<IgnoredAny>,
-}
-
 impl InFlightIds {
     /// Claims the id of the request in `body` in `session`; `Ok(None)` for a body that is
     /// no request (a notification, the client's answer to the server's own request, or
@@ -59,11 +45,7 @@ impl InFlightIds {
         session: &str,
         body: &[u8],
     ) -> Result<Option<Claim>, IdInFlight> {
-        let Ok(Head {
-            id: Some(id),
-            method: Some(_),
-        }) = serde_json::from_slice::<Head>(body)
-        else {
+        let Some(id) = refusal::request_id(body) else {
             return Ok(None);
         };
         let key = (session.to_owned(), id);
@@ -82,13 +64,9 @@ impl InFlightIds {
 }
 
 impl IdInFlight {
-    /// A JSON-RPC error for the request's own id; nothing was done.
-    pub(crate) fn response(&self) -> Response<Body> {
-        json_response(
-            StatusCode::BAD_REQUEST,
-            &json!({"jsonrpc": "2.0", "id": self.0, "error": {
-                "code": ErrorCode::INVALID_REQUEST.0, "message": self.to_string()}}),
-        )
+    /// The refused request's id.
+    pub(crate) fn id(&self) -> RequestId {
+        self.0.clone()
     }
 }
 
@@ -106,6 +84,8 @@ impl Drop for Held {
 mod tests {
     use std::sync::Arc;
 
+    use rmcp::model::RequestId;
+
     use super::InFlightIds;
 
     #[test]
@@ -114,7 +94,7 @@ mod tests {
         let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#;
         let first = ids.claim("s1", call).ok().flatten().expect("claimed");
         let again = ids.claim("s1", br#"{"jsonrpc":"2.0","id":7.0,"method":"tools/list"}"#);
-        assert_eq!(again.err().expect("refused").response().status(), 400);
+        assert_eq!(again.err().expect("refused").id(), RequestId::Number(7));
         assert!(
             ids.claim("s2", call).ok().flatten().is_some(),
             "another session"

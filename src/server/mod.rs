@@ -15,6 +15,7 @@ pub(crate) mod malformed;
 mod method;
 pub mod peers;
 mod ready;
+pub(crate) mod refusal;
 pub(crate) mod rejected;
 pub mod routes;
 mod sessions;

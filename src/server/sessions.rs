@@ -24,6 +24,7 @@ use crate::app::App;
 use crate::metrics::Revoked;
 use crate::server::in_flight::{Claim, InFlightIds};
 use crate::server::method;
+use crate::server::refusal::{self, Refused};
 use crate::server::routes::{Body, json_response};
 use crate::zabbix::{ApiToken, Caller};
 
@@ -94,11 +95,11 @@ impl SessionOwners {
                     .in_flight
                     .claim(id, body)
                     .map(Admission::Existing)
-                    .map_err(|refused| refused.response()),
-                None => Err(json_response(
-                    StatusCode::NOT_FOUND,
-                    &json!({"error": "session_not_found", "message": "no such session"}),
-                )),
+                    .map_err(|refused| {
+                        let id = refused.id();
+                        Refused::IdInFlight(refused).response(Some(id))
+                    }),
+                None => Err(Refused::SessionNotFound.response(refusal::request_id(body))),
             };
         }
         if !method::may_be(body, INITIALIZE) {
