@@ -257,6 +257,18 @@ async fn refusals_of_the_transport_are_json_rpc_errors_in_both_session_modes() {
             }
         }
 
+        // An unknown method says what is wrong, on either path.
+        for (method, id) in [
+            ("no/such", 7),
+            ("prompts/list", 8),
+            ("completion/complete", 9),
+        ] {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+            let answer = post(with_session(&[json_type, accept]), &body.to_string()).await;
+            let message = format!("method not found: {method}");
+            assert_refused(method, &answer, 200, -32601, &json!(id), &message);
+            assert_eq!(answer.body["error"]["message"], message);
+        }
         guard.stop().await;
     }
 }

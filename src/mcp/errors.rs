@@ -452,7 +452,7 @@ pub(crate) fn unreadable_request(request: &CustomRequest) -> McpError {
         "resources/templates/list" => params_error::<ListResourceTemplatesRequest>(request),
         "initialize" => params_error::<InitializeRequest>(request),
         "ping" => params_error::<PingRequest>(request),
-        _ => return McpError::new(ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None),
+        _ => return method_not_found(method),
     };
     let message = match why {
         Some(why) => format!("invalid params for {method}: {why}"),
@@ -461,6 +461,15 @@ pub(crate) fn unreadable_request(request: &CustomRequest) -> McpError {
         None => format!("invalid params for {method}: a key is given more than once"),
     };
     McpError::invalid_params(message, None)
+}
+
+/// A method this server does not answer (rmcp's own words are the bare method name).
+pub(crate) fn method_not_found(method: &str) -> McpError {
+    McpError::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+        None,
+    )
 }
 
 /// Why `request` is not a `R`: rmcp's own reading of the method and params, redone.
