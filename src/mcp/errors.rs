@@ -27,6 +27,7 @@ use crate::ratelimit::RateLimitError;
 use crate::response::ResponseError;
 use crate::server::body::BodyError;
 use crate::server::guard::GuardError;
+use crate::server::in_flight::NotClaimed;
 use crate::server::malformed::MalformedBody;
 use crate::server::refusal::{Refused, supported_versions};
 use crate::store::StoreError;
@@ -392,7 +393,7 @@ pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Va
             | MalformedBody::Other(_),
         )
         | Refused::SessionRequired
-        | Refused::IdInFlight(_)
+        | Refused::InSession(NotClaimed::IdInFlight(_))
         | Refused::Body(BodyError::Unreadable) => (StatusCode::BAD_REQUEST, invalid),
         Refused::Rmcp { status, .. } => (*status, invalid),
         Refused::NotAcceptable { .. } => (StatusCode::NOT_ACCEPTABLE, invalid),
@@ -411,6 +412,15 @@ pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Va
             StatusCode::SERVICE_UNAVAILABLE,
             (ErrorCode::INTERNAL_ERROR, "overloaded"),
         ),
+        // A limit of the caller's, as the per-caller limits are told (`Retry-After`).
+        Refused::InSession(NotClaimed::SessionFull(_)) => {
+            let data = json!({"code": "rate_limited", "scope": "max_requests_per_session",
+                              "retry_after_seconds": 1});
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                rpc_error(id, ErrorCode::INTERNAL_ERROR, error, data),
+            );
+        }
         Refused::Internal(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             (ErrorCode::INTERNAL_ERROR, INTERNAL),

@@ -25,7 +25,7 @@ use serde::de::IgnoredAny;
 use crate::mcp::errors;
 use crate::server::body::BodyError;
 use crate::server::direct;
-use crate::server::in_flight::IdInFlight;
+use crate::server::in_flight::NotClaimed;
 use crate::server::malformed::{self, MalformedBody};
 use crate::server::routes::{Body, json_response};
 
@@ -61,8 +61,9 @@ pub(crate) enum Refused {
     Malformed(#[from] MalformedBody),
     #[error(transparent)]
     Body(#[from] BodyError),
+    /// A reused id, or a session at `MaxRequestsPerSession`.
     #[error(transparent)]
-    IdInFlight(#[from] IdInFlight),
+    InSession(#[from] NotClaimed),
     /// Another refusal of rmcp's, in its words, with its status.
     #[error("{text}")]
     Rmcp { status: StatusCode, text: String },
@@ -130,7 +131,8 @@ impl Refused {
                     headers.insert(ALLOW, allow);
                 }
             }
-            Refused::Body(BodyError::OverBudget(_)) => {
+            Refused::Body(BodyError::OverBudget(_))
+            | Refused::InSession(NotClaimed::SessionFull(_)) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
