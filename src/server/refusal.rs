@@ -202,7 +202,8 @@ fn diagnose(
     match status {
         StatusCode::BAD_REQUEST => match unsupported_version(request.version.as_ref()) {
             Some(sent) => Refused::UnsupportedVersion { sent },
-            None if !request.has_session => Refused::SessionRequired,
+            // rmcp's only other plain 400 (`Bad Request: Session ID is required`).
+            None if !request.has_session && text.contains("Session ID") => Refused::SessionRequired,
             None => Refused::Rmcp { status, text },
         },
         StatusCode::NOT_FOUND => Refused::SessionNotFound,

@@ -69,6 +69,13 @@ async fn rmcp_plain_text_refusals_become_json_rpc_errors() {
             "this request needs the Mcp-Session-Id header",
         ),
         (
+            head(Method::POST, &[json]),
+            plain(StatusCode::BAD_REQUEST, "Bad Request: something new"),
+            LIST,
+            -32600,
+            "Bad Request: something new",
+        ),
+        (
             head(Method::POST, &[json, ("mcp-session-id", "x")]),
             plain(StatusCode::NOT_FOUND, "Not Found: Session not found"),
             LIST,
