@@ -237,6 +237,9 @@ pub struct ParamFlags {
     /// MaxSessionsPerToken: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_SESSIONS_PER_TOKEN]
     #[arg(long, value_name = "VALUE")]
     pub max_sessions_per_token: Option<String>,
+    /// MaxRequestsPerSession: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_REQUESTS_PER_SESSION]
+    #[arg(long, value_name = "VALUE")]
+    pub max_requests_per_session: Option<String>,
     /// MaxPendingApprovals: see README "Approval page" [ZABBIX_MCP_GUARD_MAX_PENDING_APPROVALS]
     #[arg(long, value_name = "VALUE")]
     pub max_pending_approvals: Option<String>,
@@ -380,6 +383,7 @@ impl ParamFlags {
             Param::MaxZabbixConcurrency => one(&self.max_zabbix_concurrency),
             Param::MaxSessions => one(&self.max_sessions),
             Param::MaxSessionsPerToken => one(&self.max_sessions_per_token),
+            Param::MaxRequestsPerSession => one(&self.max_requests_per_session),
             Param::MaxPendingApprovals => one(&self.max_pending_approvals),
             Param::MaxRejectedTokens => one(&self.max_rejected_tokens),
             Param::SessionIdleTimeout => one(&self.session_idle_timeout),

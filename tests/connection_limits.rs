@@ -526,7 +526,7 @@ async fn request_bodies_held_at_once_are_bounded_in_total() {
     assert_eq!(response.status(), 503);
     assert_eq!(response.headers()["retry-after"], "1");
     let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body["error"], "overloaded", "{body}");
+    assert_eq!(body["error"]["data"]["code"], "overloaded", "{body}");
 
     drop((feeds, sender, answers));
     connection.abort();

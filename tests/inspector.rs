@@ -369,3 +369,42 @@ async fn inspector_shows_upstream_and_internal_codes() {
     assert_eq!(printed.error_body()["code"], "internal_error");
     guard.stop().await;
 }
+
+/// An `MCP-Protocol-Version` the sidecar does not serve: the Inspector shows the JSON-RPC
+/// error naming the version sent and the versions served. Before, it showed rmcp's plain
+/// text, `Error POSTing to endpoint: Bad Request: Unsupported MCP-Protocol-Version:
+/// 1999-01-01` (stateful mode: the stateless one checks the header against `initialize`).
+#[tokio::test]
+async fn inspector_shows_an_unsupported_protocol_version_with_the_supported_ones() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.session_mode = zabbix_mcp_guard::config::SessionMode::Stateful;
+    let guard = start_with(config).await;
+    let mut command = std::process::Command::new(inspector_bin());
+    command
+        .arg("--cli")
+        .arg(&guard.url)
+        .args(["--transport", "http"])
+        .arg("--header")
+        .arg(format!("Authorization: Bearer {}", lab.token))
+        .args(["--header", "MCP-Protocol-Version: 1999-01-01"])
+        .args(["--method", "tools/list"])
+        .env("MCP_CATALOG_PATH", temp_path("inspector-catalog.json"))
+        .env("HOME", temp_path("inspector-home").parent().expect("dir"));
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("the Inspector thread")
+        .expect("the Inspector CLI runs");
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!output.status.success(), "{shown}");
+    assert!(shown.contains("-32022"), "{shown}");
+    assert!(
+        shown.contains(r#"MCP-Protocol-Version \\\"1999-01-01\\\" is not supported; supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28"#),
+        "{shown}"
+    );
+    guard.stop().await;
+}

@@ -96,7 +96,8 @@ async fn sessions_are_bound_to_their_token_capped_and_idle_expired() {
     let ended = post(&http, url, "token-a", Some(&session), &initialized).await;
     assert_eq!(ended.status(), 404);
     let body: serde_json::Value = ended.json().await.unwrap();
-    assert_eq!(body["error"], "session_not_found");
+    assert_eq!(body["error"]["code"], -32001, "{body}");
+    assert_eq!(body["error"]["data"]["code"], "session_not_found", "{body}");
     let second = post(&http, url, "token-b", None, &initialize()).await;
     assert_eq!(second.status(), 200);
     let second = session_of(&second);
@@ -327,7 +328,17 @@ struct WaitingWrite {
 
 async fn a_write_waiting_for_approval(id: u64, message: &str) -> WaitingWrite {
     let lab = common::lab(7);
-    let mut config = common::config_for(&lab.url);
+    let config = common::config_for(&lab.url);
+    a_write_waiting_for_approval_in(config, lab, id, message).await
+}
+
+/// The same on a sidecar of this configuration (made stateful).
+async fn a_write_waiting_for_approval_in(
+    mut config: zabbix_mcp_guard::config::Config,
+    lab: common::Lab,
+    id: u64,
+    message: &str,
+) -> WaitingWrite {
     config.session_mode = SessionMode::Stateful;
     let guard = common::start_with(config).await;
     let http = Client::new();
@@ -340,13 +351,7 @@ async fn a_write_waiting_for_approval(id: u64, message: &str) -> WaitingWrite {
     let told = post(&http, &guard.url, &lab.token, Some(&session), &initialized).await;
     assert_eq!(told.status(), 202);
 
-    let eventid = common::seed_id(&lab, "problems", "MCP float too high");
-    let write = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "problem_annotate",
-        "arguments": {"eventids": [eventid], "message": message}}});
-    let mut stream = post(&http, &guard.url, &lab.token, Some(&session), &write).await;
-    assert_eq!(stream.status(), 200);
-    let question = sse_until(&mut stream, "elicitation/create").await;
+    let (stream, question) = a_write_in(&http, &guard, &lab, &session, id, message).await;
     WaitingWrite {
         lab,
         guard,
@@ -355,6 +360,90 @@ async fn a_write_waiting_for_approval(id: u64, message: &str) -> WaitingWrite {
         stream,
         question,
     }
+}
+
+/// A write (`problem_annotate`, JSON-RPC id `id`) in `session`, read up to its approval
+/// question.
+async fn a_write_in(
+    http: &Client,
+    guard: &common::Guard,
+    lab: &common::Lab,
+    session: &str,
+    id: u64,
+    message: &str,
+) -> (Response, serde_json::Value) {
+    let eventid = common::seed_id(lab, "problems", "MCP float too high");
+    let write = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "problem_annotate",
+        "arguments": {"eventids": [eventid], "message": message}}});
+    let mut stream = post(http, &guard.url, &lab.token, Some(session), &write).await;
+    assert_eq!(stream.status(), 200);
+    let question = sse_until(&mut stream, "elicitation/create").await;
+    (stream, question)
+}
+
+/// `MaxRequestsPerSession`: a session's requests pass no MCP gate, and a write waiting for
+/// its approval holds its place for `ElicitationTimeout`, also once its client hung up.
+/// Before, one session held any number of them (1,000 writes waiting: 1,001 calls in
+/// flight and 50 MB more in a debug build, after their client had gone). Now the request
+/// past the cap gets 429 with a JSON-RPC error naming it, and a place freed is used again.
+#[tokio::test]
+async fn a_session_holds_at_most_max_requests_per_session_in_flight() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.limits.max_requests_per_session = 2;
+    let WaitingWrite {
+        lab,
+        guard,
+        http,
+        session,
+        stream: mut first,
+        question,
+    } = a_write_waiting_for_approval_in(config, lab, 1, "session cap test (declined)").await;
+    let (mut second, second_question) = a_write_in(
+        &http,
+        &guard,
+        &lab,
+        &session,
+        2,
+        "session cap test (declined)",
+    )
+    .await;
+
+    let before = common::metrics::scrape(&guard.base).await;
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let refused = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["id"], 3, "{body}");
+    assert_eq!(body["error"]["data"]["code"], "rate_limited", "{body}");
+    assert_eq!(
+        body["error"]["data"]["scope"], "max_requests_per_session",
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("this session has 2 requests in flight (MaxRequestsPerSession)"),
+        "{message}"
+    );
+    let after = common::metrics::scrape(&guard.base).await;
+    assert_eq!(after.delta(&before, "session_requests_refused_total"), 1.0);
+
+    // Answered, a write gives its place back.
+    for (question, stream, id) in [
+        (&question, &mut first, 1),
+        (&second_question, &mut second, 2),
+    ] {
+        let decline =
+            json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
+        let answered = post(&http, &guard.url, &lab.token, Some(&session), &decline).await;
+        assert_eq!(answered.status(), 202);
+        sse_until(stream, &format!(r#""id":{id}"#)).await;
+    }
+    let again = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
+    assert_eq!(again.status(), 200);
+    guard.stop().await;
 }
 
 /// rmcp routes a session's answers by request id: a request reusing the id of one still in

@@ -327,8 +327,9 @@ async fn encoded_bodies_are_refused_naming_the_coding() {
         let response = send(coding).await.unwrap();
         assert_eq!(response.status(), 415, "{coding}");
         let body: serde_json::Value = response.json().await.unwrap();
-        assert_eq!(body["error"], "invalid_request", "{body}");
-        let message = body["message"].as_str().unwrap();
+        assert_eq!(body["error"]["code"], -32600, "{body}");
+        assert_eq!(body["error"]["data"]["code"], "invalid_request", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
         let named = coding.trim_start_matches("identity, ");
         assert!(
             message.contains(&format!("Content-Encoding \"{named}\"")),

@@ -37,6 +37,10 @@ pub struct Limits {
     /// `MaxSessionsPerToken`: stateful sessions one API token may hold at once, so one
     /// caller cannot take every session.
     pub max_sessions_per_token: usize,
+    /// `MaxRequestsPerSession`: requests one stateful session may have in flight at once,
+    /// each counted until its handler is done (a write waiting for its approval goes on
+    /// when its client hangs up).
+    pub max_requests_per_session: usize,
     /// `MaxPendingApprovals`: page approvals one Zabbix user may have waiting at once, so
     /// one caller cannot fill the store (or the approvers' page).
     pub max_pending_approvals: usize,
@@ -63,6 +67,7 @@ pub const DEFAULT_MAX_ZABBIX_RESPONSE_SIZE: usize = 16 << 20;
 pub const DEFAULT_MAX_ZABBIX_CONCURRENCY: usize = 64;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 pub const DEFAULT_MAX_SESSIONS_PER_TOKEN: usize = 50;
+pub const DEFAULT_MAX_REQUESTS_PER_SESSION: usize = 64;
 pub const DEFAULT_MAX_PENDING_APPROVALS: usize = 20;
 pub const DEFAULT_MAX_REJECTED_TOKENS: usize = 20;
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 1800;
@@ -73,6 +78,7 @@ const IDLE_RANGE: (u64, u64) = (1, 3600);
 const KEEP_ALIVE_RANGE: (u64, u64) = (0, 3600);
 const COUNT_RANGE: (u64, u64) = (1, 100_000);
 const CONCURRENCY_RANGE: (u64, u64) = (1, 4096);
+const SESSION_REQUESTS_RANGE: (u64, u64) = (1, 10_000);
 /// At most the in-memory store's capacity: one user could not have more waiting anyway.
 const PENDING_RANGE: (u64, u64) = (1, 10_000);
 /// Well above `MaxResponseSize` (256K at most): it bounds memory, not the answer.
@@ -94,6 +100,7 @@ impl Default for Limits {
             max_zabbix_concurrency: DEFAULT_MAX_ZABBIX_CONCURRENCY,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_token: DEFAULT_MAX_SESSIONS_PER_TOKEN,
+            max_requests_per_session: DEFAULT_MAX_REQUESTS_PER_SESSION,
             max_pending_approvals: DEFAULT_MAX_PENDING_APPROVALS,
             max_rejected_tokens: DEFAULT_MAX_REJECTED_TOKENS,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
@@ -142,6 +149,11 @@ pub fn build(r: &Resolved) -> Result<Limits, ConfigError> {
             COUNT_RANGE,
             d.max_sessions_per_token,
         )?,
+        max_requests_per_session: count(
+            Param::MaxRequestsPerSession,
+            SESSION_REQUESTS_RANGE,
+            d.max_requests_per_session,
+        )?,
         max_pending_approvals: count(
             Param::MaxPendingApprovals,
             PENDING_RANGE,
@@ -181,6 +193,7 @@ pub fn render(limits: &Limits, param: Param) -> Option<String> {
         Param::MaxZabbixConcurrency => limits.max_zabbix_concurrency.to_string(),
         Param::MaxSessions => limits.max_sessions.to_string(),
         Param::MaxSessionsPerToken => limits.max_sessions_per_token.to_string(),
+        Param::MaxRequestsPerSession => limits.max_requests_per_session.to_string(),
         Param::MaxPendingApprovals => limits.max_pending_approvals.to_string(),
         Param::MaxRejectedTokens => limits.max_rejected_tokens.to_string(),
         Param::SessionIdleTimeout => secs(limits.session_idle),
@@ -239,6 +252,7 @@ mod tests {
             (Param::MaxZabbixConcurrency, "8"),
             (Param::MaxSessions, "9"),
             (Param::MaxSessionsPerToken, "3"),
+            (Param::MaxRequestsPerSession, "12"),
             (Param::MaxPendingApprovals, "4"),
             (Param::MaxRejectedTokens, "11"),
             (Param::SessionIdleTimeout, "60"),
@@ -257,6 +271,7 @@ mod tests {
         assert_eq!(l.max_zabbix_concurrency, 8);
         assert_eq!(l.max_sessions, 9);
         assert_eq!(l.max_sessions_per_token, 3);
+        assert_eq!(l.max_requests_per_session, 12);
         assert_eq!(l.max_pending_approvals, 4);
         assert_eq!(l.max_rejected_tokens, 11);
         assert_eq!(l.session_idle, Duration::from_secs(60));
@@ -269,6 +284,8 @@ mod tests {
             (Param::MaxConnections, "0"),
             (Param::MaxZabbixResponseSize, "64K"),
             (Param::MaxZabbixConcurrency, "x"),
+            (Param::MaxRequestsPerSession, "0"),
+            (Param::MaxRequestsPerSession, "10001"),
             (Param::WorkerThreads, "257"),
             (Param::WorkerThreads, "-1"),
         ] {

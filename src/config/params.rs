@@ -50,6 +50,7 @@ pub enum Param {
     MaxZabbixConcurrency,
     MaxSessions,
     MaxSessionsPerToken,
+    MaxRequestsPerSession,
     MaxPendingApprovals,
     MaxRejectedTokens,
     SessionIdleTimeout,
@@ -300,6 +301,12 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::MaxSessionsPerToken,
         "MaxSessionsPerToken",
         "max-sessions-per-token",
+        Arity::Single,
+    ),
+    (
+        Param::MaxRequestsPerSession,
+        "MaxRequestsPerSession",
+        "max-requests-per-session",
         Arity::Single,
     ),
     (

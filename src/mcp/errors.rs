@@ -7,7 +7,8 @@
 //!   with `data: {code}`; unknown tools and unknown resources are JSON-RPC errors too, and
 //!   so are requests whose params are not the method's (`-32602`);
 //! - a request refused before MCP (token, Host/Origin) is an HTTP answer `{error, message}`;
-//!   a body that is not a JSON-RPC message is an HTTP 400 carrying a JSON-RPC error.
+//!   a request refused as an MCP message (its version, headers, session or body) is an HTTP
+//!   error status carrying a JSON-RPC error ([`refused`]).
 //!
 //! Our own failures are `internal_error`, never dressed as Zabbix's.
 
@@ -16,7 +17,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolResult, ContentBlock, CustomRequest, ErrorCode, InitializeRequest,
     ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PingRequest,
-    ReadResourceRequest,
+    ReadResourceRequest, RequestId,
 };
 use serde_json::{Map, Value, json};
 
@@ -24,8 +25,11 @@ use crate::catalog::ArgError;
 use crate::mcp::approval::ApprovalError;
 use crate::ratelimit::RateLimitError;
 use crate::response::ResponseError;
+use crate::server::body::BodyError;
 use crate::server::guard::GuardError;
+use crate::server::in_flight::NotClaimed;
 use crate::server::malformed::MalformedBody;
+use crate::server::refusal::{Refused, supported_versions};
 use crate::store::StoreError;
 use crate::zabbix::{CallerError, Method, ZabbixError};
 
@@ -355,29 +359,94 @@ pub fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool: {name}"), None)
 }
 
-/// A request body that is not a JSON-RPC message: HTTP 400 with a JSON-RPC error that has
-/// no id (there is none to trust), as the MCP transport asks: `-32700` for text that is not
-/// JSON, `-32600` for JSON that is not a message; the message names the fault.
-pub(crate) fn malformed_body(error: &MalformedBody) -> (StatusCode, Value) {
-    let code = match error {
-        MalformedBody::NotJson(_) => ErrorCode::PARSE_ERROR,
-        MalformedBody::Batch
-        | MalformedBody::NotAnObject(_)
-        | MalformedBody::Version
-        | MalformedBody::Id
-        | MalformedBody::Method
-        | MalformedBody::NoMethod
-        | MalformedBody::MethodAndAnswer(_)
-        | MalformedBody::Params
-        | MalformedBody::Repeated
-        | MalformedBody::Other(_) => ErrorCode::INVALID_REQUEST,
+/// A request refused as an MCP message (its version, headers, HTTP method, session or body):
+/// the HTTP status the MCP transport asks for, and a JSON-RPC error with the request's id
+/// (`null` when its body is no request) whose message names the fault. A body that is not
+/// JSON is `-32700`; a protocol version not served is `-32022` with the versions served in
+/// `data`, as 2026-07-28 clients read it to pick one; an unknown session is `-32001` with
+/// 404, as the official SDKs answer it; a failure of our own is `-32603`; anything else
+/// about the request is `-32600`. Other than `-32022`, `data.code` is a stable code.
+pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Value) {
+    const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+    let invalid = (ErrorCode::INVALID_REQUEST, "invalid_request");
+    let (status, (code, data_code)) = match error {
+        Refused::UnsupportedVersion { sent } => {
+            let data = json!({"requested": sent, "supported": supported_versions()});
+            return (
+                StatusCode::BAD_REQUEST,
+                rpc_error(id, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, error, data),
+            );
+        }
+        Refused::Malformed(MalformedBody::NotJson(_)) => (
+            StatusCode::BAD_REQUEST,
+            (ErrorCode::PARSE_ERROR, "invalid_request"),
+        ),
+        Refused::Malformed(
+            MalformedBody::Batch
+            | MalformedBody::NotAnObject(_)
+            | MalformedBody::Version
+            | MalformedBody::Id
+            | MalformedBody::Method
+            | MalformedBody::NoMethod
+            | MalformedBody::MethodAndAnswer(_)
+            | MalformedBody::Params
+            | MalformedBody::Repeated
+            | MalformedBody::Other(_),
+        )
+        | Refused::SessionRequired
+        | Refused::InSession(NotClaimed::IdInFlight(_))
+        | Refused::Body(BodyError::Unreadable) => (StatusCode::BAD_REQUEST, invalid),
+        Refused::Rmcp { status, .. } => (*status, invalid),
+        Refused::NotAcceptable { .. } => (StatusCode::NOT_ACCEPTABLE, invalid),
+        Refused::ContentType { .. } | Refused::Body(BodyError::Encoded(_)) => {
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, invalid)
+        }
+        Refused::Method { .. } => (StatusCode::METHOD_NOT_ALLOWED, invalid),
+        Refused::SessionNotFound => (
+            StatusCode::NOT_FOUND,
+            (SESSION_NOT_FOUND, "session_not_found"),
+        ),
+        Refused::Body(BodyError::TooLarge(_)) => (StatusCode::PAYLOAD_TOO_LARGE, invalid),
+        Refused::Body(BodyError::Timeout(_)) => (StatusCode::REQUEST_TIMEOUT, invalid),
+        // A limit, not a failure: retry (`Retry-After`).
+        Refused::Body(BodyError::OverBudget(_)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            (ErrorCode::INTERNAL_ERROR, "overloaded"),
+        ),
+        // A limit of the caller's, as the per-caller limits are told (`Retry-After`).
+        Refused::InSession(NotClaimed::SessionFull(_)) => {
+            let data = json!({"code": "rate_limited", "scope": "max_requests_per_session",
+                              "retry_after_seconds": 1});
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                rpc_error(id, ErrorCode::INTERNAL_ERROR, error, data),
+            );
+        }
+        Refused::Internal(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            (ErrorCode::INTERNAL_ERROR, INTERNAL),
+        ),
     };
-    let body = json!({
+    let body = rpc_error(id, code, error, json!({ "code": data_code }));
+    (status, body)
+}
+
+fn rpc_error(id: Option<RequestId>, code: ErrorCode, error: &Refused, data: Value) -> Value {
+    json!({
         "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": code.0, "message": error.to_string()},
-    });
-    (StatusCode::BAD_REQUEST, body)
+        "id": id,
+        "error": {"code": code.0, "message": public_refusal(error), "data": data},
+    })
+}
+
+/// The message of a refusal: its text, but for the body budget said as an overload.
+fn public_refusal(error: &Refused) -> String {
+    match error {
+        Refused::Body(BodyError::OverBudget(_)) => {
+            format!("the sidecar is overloaded: {error}; nothing was done, retry later")
+        }
+        _ => error.to_string(),
+    }
 }
 
 /// A request rmcp could not read as the method it names hands the handler that method as a
@@ -394,7 +463,7 @@ pub(crate) fn unreadable_request(request: &CustomRequest) -> McpError {
         "resources/templates/list" => params_error::<ListResourceTemplatesRequest>(request),
         "initialize" => params_error::<InitializeRequest>(request),
         "ping" => params_error::<PingRequest>(request),
-        _ => return McpError::new(ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None),
+        _ => return method_not_found(method),
     };
     let message = match why {
         Some(why) => format!("invalid params for {method}: {why}"),
@@ -403,6 +472,15 @@ pub(crate) fn unreadable_request(request: &CustomRequest) -> McpError {
         None => format!("invalid params for {method}: a key is given more than once"),
     };
     McpError::invalid_params(message, None)
+}
+
+/// A method this server does not answer (rmcp's own words are the bare method name).
+pub(crate) fn method_not_found(method: &str) -> McpError {
+    McpError::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+        None,
+    )
 }
 
 /// Why `request` is not a `R`: rmcp's own reading of the method and params, redone.

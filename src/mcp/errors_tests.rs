@@ -329,10 +329,11 @@ fn unreadable_requests_of_answered_methods_are_invalid_params() {
         "{}",
         init.message
     );
-    // Methods this server does not answer: not found, as rmcp says it.
+    // Methods this server does not answer: not found, saying so (rmcp's words were the
+    // bare method name).
     let prompts = unreadable_request(&CustomRequest::new("prompts/get", Some(json!([]))));
     assert_eq!(prompts.code, ErrorCode::METHOD_NOT_FOUND);
-    assert_eq!(prompts.message, "prompts/get");
+    assert_eq!(prompts.message, "method not found: prompts/get");
 }
 
 /// An agent reads that the shared store failed, not Redis' words (a script's SHA, a key's

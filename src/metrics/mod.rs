@@ -89,6 +89,7 @@ pub struct Metrics {
     config_reloads: [Counter; 2],
     /// `[session, listen_stream]`, see [`Revoked`].
     revocation_closures: [Counter; 2],
+    session_requests_refused: Counter,
     config_restart_required: Gauge,
 }
 
@@ -281,6 +282,12 @@ impl Metrics {
             "Sessions and subscriptions/listen streams closed because Zabbix no longer accepts their token, by kind (session, listen_stream)",
             ["session", "listen_stream"].map(|kind| KindLabels { kind }),
         );
+        let session_requests_refused = Counter::default();
+        registry.register(
+            "session_requests_refused",
+            "Requests refused because their stateful session had MaxRequestsPerSession requests in flight",
+            session_requests_refused.clone(),
+        );
         let config_restart_required = Gauge::default();
         registry.register(
             "config_restart_required",
@@ -299,6 +306,7 @@ impl Metrics {
             mcp_paths,
             config_reloads,
             revocation_closures,
+            session_requests_refused,
             config_restart_required,
         }
     }
@@ -320,6 +328,11 @@ impl Metrics {
     /// `n` sessions or streams were closed because their token is no longer accepted.
     pub fn revocation_closed(&self, kind: Revoked, n: u64) {
         self.revocation_closures[kind as usize].inc_by(n);
+    }
+
+    /// A request was refused: its session had `MaxRequestsPerSession` in flight.
+    pub fn session_request_refused(&self) {
+        self.session_requests_refused.inc();
     }
 
     /// A stateless MCP request was answered by `path`.

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONTENT_ENCODING, HeaderValue, RETRY_AFTER};
-use http::{Request, Response, StatusCode};
+use http::header::CONTENT_ENCODING;
+use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body as HttpBody;
-use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::server::routes::{Body, closing, json_response};
+use crate::server::refusal::Refused;
+use crate::server::routes::{Body, closing};
 
 /// Largest MCP request body accepted (tool arguments are small).
 pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
@@ -162,11 +162,11 @@ where
 {
     let (parts, body) = request.into_parts();
     if let Some(coding) = encoded(&parts.headers) {
-        return Err(refusal(&BodyError::Encoded(coding)));
+        return Err(refusal(BodyError::Encoded(coding)));
     }
     match read(body, MAX_REQUEST_BODY_BYTES, timeout, budget).await {
         Ok((bytes, share)) => Ok((Request::from_parts(parts, Full::new(bytes)), share)),
-        Err(error) => Err(refusal(&error)),
+        Err(error) => Err(refusal(error)),
     }
 }
 
@@ -183,33 +183,13 @@ fn encoded(headers: &http::HeaderMap) -> Option<String> {
     (!named.is_empty()).then(|| named.join(", "))
 }
 
-/// The MCP listener's answer to a body not read; the connection is closed after it (the
-/// rest of the body is unread).
-fn refusal(error: &BodyError) -> Response<Body> {
-    let message = error.to_string();
-    let (status, code) = match error {
-        BodyError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
-        BodyError::Unreadable => (StatusCode::BAD_REQUEST, "invalid_request"),
-        BodyError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "invalid_request"),
-        BodyError::Encoded(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_request"),
-        BodyError::OverBudget(_) => {
-            tracing::info!("request refused: request bodies at the memory budget (overloaded)");
-            let message =
-                format!("the sidecar is overloaded: {message}; nothing was done, retry later");
-            let mut response = closing(json_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &json!({"error": "overloaded", "message": message}),
-            ));
-            response
-                .headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-            return response;
-        }
-    };
-    closing(json_response(
-        status,
-        &json!({"error": code, "message": message}),
-    ))
+/// The MCP listener's answer to a body not read, as `server::refusal` words it; the
+/// connection is closed after it (the rest of the body is unread).
+fn refusal(error: BodyError) -> Response<Body> {
+    if let BodyError::OverBudget(_) = error {
+        tracing::info!("request refused: request bodies at the memory budget (overloaded)");
+    }
+    closing(Refused::Body(error).response(None))
 }
 
 #[cfg(test)]

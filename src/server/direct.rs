@@ -261,13 +261,15 @@ pub(crate) async fn into_bytes(request: Request<Full<Bytes>>) -> (http::request:
 
 /// A JSON Content-Type, as rmcp checks it before reading the body.
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| {
-            let essence = value.split(';').next().unwrap_or("");
-            essence.trim().eq_ignore_ascii_case("application/json")
-        })
+    headers.get(CONTENT_TYPE).is_some_and(is_json_type)
+}
+
+/// A Content-Type value naming JSON, parameters aside.
+pub(crate) fn is_json_type(value: &HeaderValue) -> bool {
+    value.to_str().is_ok_and(|value| {
+        let essence = value.split(';').next().unwrap_or("");
+        essence.trim().eq_ignore_ascii_case("application/json")
+    })
 }
 
 impl Transport<RoleServer> for Idle {

@@ -2,7 +2,7 @@
 //! HTTP 415 (`fail to deserialize request body …`): it reads as a Content-Type complaint,
 //! and no client can read it as JSON-RPC. The MCP transport asks for an HTTP error status,
 //! optionally with a JSON-RPC error without an id; this module says what is wrong with
-//! such a body, and `mcp::errors::malformed_body` writes that answer.
+//! such a body, and `mcp::errors::refused` writes that answer.
 
 use rmcp::model::ClientJsonRpcMessage;
 use serde_json::{Map, Value};

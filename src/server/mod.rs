@@ -15,6 +15,7 @@ pub(crate) mod malformed;
 mod method;
 pub mod peers;
 mod ready;
+pub(crate) mod refusal;
 pub(crate) mod rejected;
 pub mod routes;
 mod sessions;
@@ -322,11 +323,8 @@ fn mcp_endpoint(app: &Arc<App>, cancel: CancellationToken, readiness: Readiness)
             let mut manager = LocalSessionManager::default();
             manager.session_config.keep_alive = Some(app.config.limits.session_idle);
             let manager = Arc::new(manager);
-            let owners = SessionOwners::new(
-                manager.clone(),
-                app.config.limits.max_sessions,
-                app.config.limits.max_sessions_per_token,
-            );
+            let owners =
+                SessionOwners::new(manager.clone(), &app.config.limits, app.metrics.clone());
             (
                 McpService::Stateful(StreamableHttpService::new(factory, manager, base)),
                 Some(Arc::new(owners)),

@@ -28,8 +28,8 @@ use crate::server::gate::{Inside, McpGate};
 use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::listeners::{self, Listeners};
-use crate::server::malformed::{self, MalformedBody};
 use crate::server::ready::Readiness;
+use crate::server::refusal::{self, RefusalContext};
 use crate::server::sessions::{Admission, SessionOwners};
 use crate::zabbix::Caller;
 
@@ -74,8 +74,7 @@ impl McpEndpoint {
             },
             None => request,
         };
-        // The body stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
-        let json_body = direct::is_json(request.headers());
+        // The request stays at hand (a shared buffer, not a copy) to explain rmcp's refusal.
         let (mut parts, bytes) = direct::into_bytes(request).await;
         let listening = if parts.method == Method::POST && listeners::may_listen(&bytes) {
             // A stream is bounded by the listen caps; it would hold a place for its life.
@@ -91,6 +90,7 @@ impl McpEndpoint {
         } else {
             None
         };
+        let head = RefusalContext::of(&parts);
         let request = Request::from_parts(parts, Full::new(bytes.clone()));
         let result = match &self.service {
             McpService::Stateless(service) => service.clone().call(request).await,
@@ -100,13 +100,7 @@ impl McpEndpoint {
             Ok(response) => response,
             Err(never) => match never {},
         };
-        // rmcp's 415 for a JSON Content-Type is its refusal of the body itself.
-        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
-            && json_body
-            && let Some(error) = malformed::diagnose(&bytes)
-        {
-            return malformed_body(&error);
-        }
+        let response = refusal::from_rmcp(response, &head, &bytes).await;
         match listening {
             Some(permit) => listeners::hold(response, permit),
             None => response,
@@ -393,14 +387,6 @@ pub(crate) fn refused(error: &GuardError) -> Response<Body> {
             .insert(RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
-}
-
-/// A body that is not a JSON-RPC message, refused as `mcp::errors` words it.
-fn malformed_body(error: &MalformedBody) -> Response<Body> {
-    let (status, body) = errors::malformed_body(error);
-    let reason = crate::display::escape_text(&error.to_string());
-    tracing::info!(http.response.status_code = status.as_u16(), %reason, "request refused: not a JSON-RPC message");
-    json_response(status, &body)
 }
 
 pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {

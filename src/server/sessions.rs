@@ -21,9 +21,11 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::app::App;
-use crate::metrics::Revoked;
-use crate::server::in_flight::{Claim, InFlightIds};
+use crate::config::Limits;
+use crate::metrics::{Metrics, Revoked};
+use crate::server::in_flight::{Claim, InFlightIds, NotClaimed};
 use crate::server::method;
+use crate::server::refusal::{self, Refused};
 use crate::server::routes::{Body, json_response};
 use crate::zabbix::{ApiToken, Caller};
 
@@ -40,8 +42,9 @@ pub(crate) struct SessionOwners {
     /// Held while a new session is created, so that the cap is not overshot by a burst.
     /// Owned by the creating task, which outlives a client that hangs up.
     creating: Arc<tokio::sync::Mutex<()>>,
-    /// The request ids in flight in each session.
+    /// The request ids in flight in each session, at most `MaxRequestsPerSession` each.
     in_flight: Arc<InFlightIds>,
+    metrics: Arc<Metrics>,
 }
 
 /// The token that created a session: its `token_id` (hash prefix) to compare, the token
@@ -62,14 +65,15 @@ pub(crate) enum Admission {
 }
 
 impl SessionOwners {
-    pub fn new(manager: Arc<LocalSessionManager>, max: usize, max_per_token: usize) -> Self {
+    pub fn new(manager: Arc<LocalSessionManager>, limits: &Limits, metrics: Arc<Metrics>) -> Self {
         SessionOwners {
             manager,
             owners: Mutex::new(HashMap::new()),
-            max,
-            max_per_token,
+            max: limits.max_sessions,
+            max_per_token: limits.max_sessions_per_token,
             creating: Arc::new(tokio::sync::Mutex::new(())),
-            in_flight: Arc::default(),
+            in_flight: Arc::new(InFlightIds::new(limits.max_requests_per_session)),
+            metrics,
         }
     }
 
@@ -94,11 +98,8 @@ impl SessionOwners {
                     .in_flight
                     .claim(id, body)
                     .map(Admission::Existing)
-                    .map_err(|refused| refused.response()),
-                None => Err(json_response(
-                    StatusCode::NOT_FOUND,
-                    &json!({"error": "session_not_found", "message": "no such session"}),
-                )),
+                    .map_err(|refused| self.refuse(refused, body)),
+                None => Err(Refused::SessionNotFound.response(refusal::request_id(body))),
             };
         }
         if !method::may_be(body, INITIALIZE) {
@@ -134,6 +135,20 @@ impl SessionOwners {
             ));
         }
         Ok(Admission::New(guard))
+    }
+
+    /// A request its session did not let in: counted, and logged, when the session is at
+    /// `MaxRequestsPerSession`.
+    fn refuse(&self, refused: NotClaimed, body: &[u8]) -> http::Response<Body> {
+        let id = match &refused {
+            NotClaimed::IdInFlight(id) => Some(id.clone()),
+            NotClaimed::SessionFull(max) => {
+                self.metrics.session_request_refused();
+                tracing::warn!(max, "request refused: MaxRequestsPerSession reached");
+                refusal::request_id(body)
+            }
+        };
+        Refused::InSession(refused).response(id)
     }
 
     /// Forgets the owners of sessions rmcp has ended (an owner's `DELETE`, idle expiry):
