@@ -142,6 +142,40 @@ async fn argument_rules_from_the_shipped_example() {
     guard.stop().await;
 }
 
+/// A range over an agent's arguments is one VM instruction, past the instruction and time
+/// limits: `0..2147483647` asked for 51 GB and aborted the sidecar (every caller's
+/// connection gone); 27 million seconds held the runtime for 3.4 s. Now it is a named
+/// denial and the next call is served.
+#[tokio::test]
+async fn a_range_over_agent_arguments_is_refused_not_allocated() {
+    let lab = common::lab(7);
+    let rego = "package zabbix.mcp\nimport rego.v1\n\
+        window_ok if input.phase != \"call\"\n\
+        window_ok if input.tool.name != \"history_get\"\n\
+        window_ok if count(numbers.range(input.arguments.time_from, input.arguments.time_till)) <= 86401\n\
+        decision := {\"allow\": true} if window_ok\n\
+        decision := {\"allow\": false, \"reasons\": [\"window too wide\"]} if not window_ok\n";
+    let dir = policy_dir(None, &[("p.rego", rego.to_owned())]);
+    let (config, log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let args =
+        json!({"itemids": ["1"], "type": "float", "time_from": 0, "time_till": 2_147_483_647});
+    let err = tool_error(&client, "history_get", args).await;
+    assert_eq!(err["code"], "denied", "{err}");
+    let reason = err["data"]["reasons"][0].as_str().unwrap();
+    assert!(reason.contains("memory limit"), "{reason}");
+    let id = err["decision_id"].as_str().unwrap();
+    read(&client, "host_get", json!({"limit": 1})).await;
+    common::wait_until(
+        "the denial is logged",
+        Duration::from_secs(10),
+        async || log_lines(&log).iter().any(|l| l["decision_id"] == id),
+    )
+    .await;
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn history_limits_per_caller() {
     for lab in common::labs() {

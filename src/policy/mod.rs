@@ -8,6 +8,7 @@
 //! is only used for `test_*` rules (they need `with`) and as a fallback for a policy the
 //! VM compiler rejects.
 
+mod bounded;
 mod compile;
 mod convert;
 mod decision;
