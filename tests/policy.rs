@@ -367,7 +367,7 @@ async fn dry_run_logs_but_does_not_block() {
 async fn fail_closed() {
     let lab = common::lab(7);
     let http = reqwest::Client::new();
-    let cases: [(&str, Option<&str>, &str); 3] = [
+    let cases: [(&str, Option<&str>, &str); 4] = [
         ("no policy", None, "no policy"),
         // Well-formed for every other tool (so the set loads: its smoke test asks host_get),
         // not for hostgroup_get.
@@ -384,6 +384,13 @@ async fn fail_closed() {
                 "package zabbix.mcp\nimport rego.v1\ndecision := {\"allow\": \"yes\", \"reasons\": []} if input.tool.name == \"hostgroup_get\"\nelse := {\"allow\": true, \"reasons\": []}\n",
             ),
             "allow",
+        ),
+        (
+            "misspelt key",
+            Some(
+                "package zabbix.mcp\nimport rego.v1\ndecision := {\"allow\": true, \"aproval\": \"page\"} if input.tool.name == \"hostgroup_get\"\nelse := {\"allow\": true, \"reasons\": []}\n",
+            ),
+            "unknown key \\\"aproval\\\"",
         ),
     ];
     for (case, rego, reason) in cases {
