@@ -341,6 +341,47 @@ async fn hot_reload_applies_valid_sets_and_keeps_the_old_on_errors() {
     guard.stop().await;
 }
 
+/// Rego has no recursion, and regorus' VM calls rules on the native stack: a reloaded set
+/// with `a if b` and `b if a` compiled, and its smoke evaluation overflowed the stack and
+/// aborted the sidecar. It is refused at load now, and the running set stays.
+#[tokio::test]
+async fn a_recursive_set_is_refused_and_the_running_one_stays() {
+    let lab = common::lab(7);
+    let dir = policy_dir(None, &[("policy.rego", ALLOW_ALL.into())]);
+    let (config, _) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "host_get", json!({"limit": 1})).await;
+    std::fs::write(
+        dir.join("policy.rego"),
+        "package zabbix.mcp\nimport rego.v1\na if b\nb if a\ndecision := {\"allow\": a}\n",
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+    let ready_url = format!("{}/readyz", guard.base);
+    let mut body = Value::Null;
+    wait_for(async || {
+        body = http
+            .get(&ready_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body["policy"]["last_error"].is_string()
+    })
+    .await;
+    let error = body["policy"]["last_error"].as_str().unwrap();
+    assert!(
+        error.contains("recursive rules (Rego has no recursion): data.zabbix.mcp.a -> data.zabbix.mcp.b -> data.zabbix.mcp.a"),
+        "{error}"
+    );
+    assert_eq!(body["status"], "ready", "{body}");
+    read(&client, "host_get", json!({"limit": 1})).await;
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn dry_run_logs_but_does_not_block() {
     let lab = common::lab(6);

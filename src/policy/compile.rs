@@ -95,6 +95,12 @@ impl PolicySet {
             .map_err(|e| PolicyError::Compile(format!("{ENTRYPOINT}: {e}")))?;
         let evaluator = match Compiler::compile_from_policy(&compiled, &[ENTRYPOINT]) {
             Ok(mut program) => {
+                if let Some(cycle) = super::recursion::find_cycle(&program) {
+                    return Err(PolicyError::Compile(format!(
+                        "recursive rules (Rego has no recursion): {}",
+                        cycle.join(" -> ")
+                    )));
+                }
                 super::bounded::bound_program(Arc::make_mut(&mut program));
                 // Data that collides with a rule path is only detected when a VM takes it.
                 new_vm(&program, &data)?;
