@@ -142,6 +142,40 @@ async fn argument_rules_from_the_shipped_example() {
     guard.stop().await;
 }
 
+/// A range over an agent's arguments is one VM instruction, past the instruction and time
+/// limits: `0..2147483647` asked for 51 GB and aborted the sidecar (every caller's
+/// connection gone); 27 million seconds held the runtime for 3.4 s. Now it is a named
+/// denial and the next call is served.
+#[tokio::test]
+async fn a_range_over_agent_arguments_is_refused_not_allocated() {
+    let lab = common::lab(7);
+    let rego = "package zabbix.mcp\nimport rego.v1\n\
+        window_ok if input.phase != \"call\"\n\
+        window_ok if input.tool.name != \"history_get\"\n\
+        window_ok if count(numbers.range(input.arguments.time_from, input.arguments.time_till)) <= 86401\n\
+        decision := {\"allow\": true} if window_ok\n\
+        decision := {\"allow\": false, \"reasons\": [\"window too wide\"]} if not window_ok\n";
+    let dir = policy_dir(None, &[("p.rego", rego.to_owned())]);
+    let (config, log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let args =
+        json!({"itemids": ["1"], "type": "float", "time_from": 0, "time_till": 2_147_483_647});
+    let err = tool_error(&client, "history_get", args).await;
+    assert_eq!(err["code"], "denied", "{err}");
+    let reason = err["data"]["reasons"][0].as_str().unwrap();
+    assert!(reason.contains("memory limit"), "{reason}");
+    let id = err["decision_id"].as_str().unwrap();
+    read(&client, "host_get", json!({"limit": 1})).await;
+    common::wait_until(
+        "the denial is logged",
+        Duration::from_secs(10),
+        async || log_lines(&log).iter().any(|l| l["decision_id"] == id),
+    )
+    .await;
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn history_limits_per_caller() {
     for lab in common::labs() {
@@ -307,6 +341,47 @@ async fn hot_reload_applies_valid_sets_and_keeps_the_old_on_errors() {
     guard.stop().await;
 }
 
+/// Rego has no recursion, and regorus' VM calls rules on the native stack: a reloaded set
+/// with `a if b` and `b if a` compiled, and its smoke evaluation overflowed the stack and
+/// aborted the sidecar. It is refused at load now, and the running set stays.
+#[tokio::test]
+async fn a_recursive_set_is_refused_and_the_running_one_stays() {
+    let lab = common::lab(7);
+    let dir = policy_dir(None, &[("policy.rego", ALLOW_ALL.into())]);
+    let (config, _) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "host_get", json!({"limit": 1})).await;
+    std::fs::write(
+        dir.join("policy.rego"),
+        "package zabbix.mcp\nimport rego.v1\na if b\nb if a\ndecision := {\"allow\": a}\n",
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+    let ready_url = format!("{}/readyz", guard.base);
+    let mut body = Value::Null;
+    wait_for(async || {
+        body = http
+            .get(&ready_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body["policy"]["last_error"].is_string()
+    })
+    .await;
+    let error = body["policy"]["last_error"].as_str().unwrap();
+    assert!(
+        error.contains("recursive rules (Rego has no recursion): data.zabbix.mcp.a -> data.zabbix.mcp.b -> data.zabbix.mcp.a"),
+        "{error}"
+    );
+    assert_eq!(body["status"], "ready", "{body}");
+    read(&client, "host_get", json!({"limit": 1})).await;
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn dry_run_logs_but_does_not_block() {
     let lab = common::lab(6);
@@ -333,7 +408,7 @@ async fn dry_run_logs_but_does_not_block() {
 async fn fail_closed() {
     let lab = common::lab(7);
     let http = reqwest::Client::new();
-    let cases: [(&str, Option<&str>, &str); 3] = [
+    let cases: [(&str, Option<&str>, &str); 4] = [
         ("no policy", None, "no policy"),
         // Well-formed for every other tool (so the set loads: its smoke test asks host_get),
         // not for hostgroup_get.
@@ -350,6 +425,13 @@ async fn fail_closed() {
                 "package zabbix.mcp\nimport rego.v1\ndecision := {\"allow\": \"yes\", \"reasons\": []} if input.tool.name == \"hostgroup_get\"\nelse := {\"allow\": true, \"reasons\": []}\n",
             ),
             "allow",
+        ),
+        (
+            "misspelt key",
+            Some(
+                "package zabbix.mcp\nimport rego.v1\ndecision := {\"allow\": true, \"aproval\": \"page\"} if input.tool.name == \"hostgroup_get\"\nelse := {\"allow\": true, \"reasons\": []}\n",
+            ),
+            "unknown key \\\"aproval\\\"",
         ),
     ];
     for (case, rego, reason) in cases {

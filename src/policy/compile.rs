@@ -80,6 +80,8 @@ impl PolicySet {
         let data = parse_data(sources)?;
         let mut engine = Engine::new();
         engine.set_execution_timer_config(timer_config());
+        super::bounded::bound_engine(&mut engine)
+            .map_err(|e| PolicyError::Compile(format!("bounded builtins: {e}")))?;
         for (name, contents) in &sources.modules {
             engine
                 .add_policy(name.clone(), contents.clone())
@@ -92,7 +94,14 @@ impl PolicySet {
             .compile_with_entrypoint(&ENTRYPOINT.into())
             .map_err(|e| PolicyError::Compile(format!("{ENTRYPOINT}: {e}")))?;
         let evaluator = match Compiler::compile_from_policy(&compiled, &[ENTRYPOINT]) {
-            Ok(program) => {
+            Ok(mut program) => {
+                if let Some(cycle) = super::recursion::find_cycle(&program) {
+                    return Err(PolicyError::Compile(format!(
+                        "recursive rules (Rego has no recursion): {}",
+                        cycle.join(" -> ")
+                    )));
+                }
+                super::bounded::bound_program(Arc::make_mut(&mut program));
                 // Data that collides with a rule path is only detected when a VM takes it.
                 new_vm(&program, &data)?;
                 Evaluator::Vm(program)

@@ -115,6 +115,8 @@ struct Members<'a> {
     history: Option<&'a Value>,
     max_limit: Option<&'a Value>,
     rate: Option<&'a Value>,
+    /// The first key that is none of the above.
+    unknown: Option<&'a Value>,
 }
 
 impl Decision {
@@ -186,6 +188,13 @@ impl Verdict {
             }
         };
         let members = Members::of(object);
+        // A misspelt key would otherwise be dropped in silence and its default applied:
+        // `"aproval": "page"` allowed a write with `if_supported`, which the agent answers.
+        if let Some(key) = members.unknown {
+            return Err(format!(
+                "decision has an unknown key {key} (allowed: allow, reasons, approval, approvers, history, max_limit, rate)"
+            ));
+        }
         let allow = match members.allow {
             None => return Err("decision has no allow field".into()),
             Some(Value::Bool(b)) => *b,
@@ -222,10 +231,11 @@ impl<'a> Members<'a> {
     fn of(object: &'a Object) -> Self {
         let mut members = Members::default();
         for (key, value) in object.iter() {
-            let Value::String(key) = key else {
+            let Value::String(name) = key else {
+                members.unknown.get_or_insert(key);
                 continue;
             };
-            let slot = match key.as_ref() {
+            let slot = match name.as_ref() {
                 "allow" => &mut members.allow,
                 "reasons" => &mut members.reasons,
                 "approval" => &mut members.approval,
@@ -233,7 +243,10 @@ impl<'a> Members<'a> {
                 "history" => &mut members.history,
                 "max_limit" => &mut members.max_limit,
                 "rate" => &mut members.rate,
-                _ => continue,
+                _ => {
+                    members.unknown.get_or_insert(key);
+                    continue;
+                }
             };
             *slot = Some(value);
         }
@@ -286,6 +299,11 @@ fn parse_approvers(value: &Value) -> Result<Approvers, String> {
     let Value::Object(object) = value else {
         return Err(BAD.into());
     };
+    only_keys(
+        object,
+        "approvers",
+        [&KEYS.usrgrps, &KEYS.distinct_from_caller],
+    )?;
     let usrgrps: Vec<String> = match object.get(&KEYS.usrgrps) {
         Some(Value::Array(items)) => items
             .iter()
@@ -322,6 +340,11 @@ fn parse_history(value: &Value) -> Result<HistoryLimits, String> {
     let Value::Object(object) = value else {
         return Err(BAD.into());
     };
+    only_keys(
+        object,
+        "history",
+        [&KEYS.max_window_seconds, &KEYS.max_age_seconds],
+    )?;
     let seconds = |key: &Value| match object.get(key) {
         Some(Value::Number(n)) => n.as_u64().ok_or_else(|| BAD.to_string()),
         _ => Err(BAD.to_string()),
@@ -341,6 +364,22 @@ fn parse_max_limit(value: &Value) -> Result<u32, String> {
             .filter(|n| *n > 0)
             .ok_or_else(|| BAD.into()),
         _ => Err(BAD.into()),
+    }
+}
+
+/// Refuses a key of `object` other than `allowed`, naming it (as `rate` does). Both keys
+/// are required, so only an object of more than two has one to look for: a well-formed
+/// decision costs a length check.
+fn only_keys(object: &Object, what: &str, allowed: [&Value; 2]) -> Result<(), String> {
+    if object.len() <= 2 {
+        return Ok(());
+    }
+    match object.keys().find(|key| !allowed.contains(key)) {
+        None => Ok(()),
+        Some(key) => Err(format!(
+            "{what} has an unknown key {key} (allowed: {}, {})",
+            allowed[0], allowed[1]
+        )),
     }
 }
 
@@ -372,8 +411,7 @@ mod tests {
         let v = parse(
             r#"{"allow": true, "reasons": [], "approval": "required",
                 "history": {"max_window_seconds": 3600, "max_age_seconds": 86400},
-                "max_limit": 50, "rate": {"calls": 10, "per_seconds": 60, "concurrent": 2},
-                "extra": "ignored"}"#,
+                "max_limit": 50, "rate": {"calls": 10, "per_seconds": 60, "concurrent": 2}}"#,
             ToolKind::Write,
         )
         .expect("well-formed");
@@ -453,6 +491,18 @@ mod tests {
             ),
             (r#"{"allow": true, "rate": {}}"#, "rate must set"),
             (
+                r#"{"allow": true, "aproval": "page"}"#,
+                r#"decision has an unknown key "aproval" (allowed: allow, reasons"#,
+            ),
+            (
+                r#"{"allow": false, "max_limt": 10}"#,
+                r#"decision has an unknown key "max_limt""#,
+            ),
+            (
+                r#"{"allow": true, "history": {"max_window_seconds": 1, "max_age_seconds": 1, "max_ages": 1}}"#,
+                r#"history has an unknown key "max_ages" (allowed: "max_window_seconds", "max_age_seconds")"#,
+            ),
+            (
                 r#"{"allow": true, "rate": {"calls": 1, "per_seconds": 1, "x": 1}}"#,
                 "rate has an unknown key",
             ),
@@ -513,6 +563,10 @@ mod tests {
             (
                 r#"{"allow": true, "approval": "page", "approvers": null}"#,
                 "approvers must be",
+            ),
+            (
+                r#"{"allow": true, "approval": "page", "approvers": {"usrgrps": ["a"], "distinct_from_caller": false, "users": ["admin"]}}"#,
+                r#"approvers has an unknown key "users""#,
             ),
         ];
         for (json, expected) in cases {

@@ -8,6 +8,7 @@
 //! is only used for `test_*` rules (they need `with`) and as a fallback for a policy the
 //! VM compiler rejects.
 
+mod bounded;
 mod compile;
 mod convert;
 mod decision;
@@ -15,6 +16,8 @@ mod engine;
 mod input;
 mod log;
 mod log_writer;
+mod nesting;
+mod recursion;
 mod reload;
 mod source;
 mod test_runner;

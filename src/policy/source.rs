@@ -130,6 +130,8 @@ impl PolicySources {
             if name == DATA_FILE {
                 data = Some(contents);
             } else {
+                super::nesting::check(&contents)
+                    .map_err(|e| PolicyError::Compile(format!("{name}: {e}")))?;
                 modules.push((name, contents));
             }
         }
