@@ -58,6 +58,8 @@ pub fn state_dir() -> PathBuf {
 
 /// The lab Zabbix of this major version. Panics (never skips) when the lab is not up.
 pub fn lab(major: u8) -> Lab {
+    // A test's own reqwest client may come before any sidecar or rmcp client is started.
+    init();
     let env_file = state_dir().join(format!("zabbix{major}.env"));
     let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
         panic!(
