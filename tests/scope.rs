@@ -493,19 +493,7 @@ async fn a_write_is_decided_on_what_the_previous_write_left() {
         ];
         let ids = groups(&lab, &names).await;
         let (free, keep) = (&ids[1], &ids[0]);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let created = common::zapi::admin(
-            &lab,
-            "maintenance.create",
-            json!({"name": names[1], "active_since": now, "active_till": now + 3600,
-                   "groups": [{"groupid": free}],
-                   "timeperiods": [{"timeperiod_type": 0, "start_date": now, "period": 3600}]}),
-        )
-        .await;
-        let maintenance = created["maintenanceids"][0].as_str().unwrap().to_owned();
+        let maintenance = common::zapi::maintenance_on_group(&lab, &names[1], free).await;
         let data = json!({"scope": {"groupids": [free]}});
         let (guard, _) = guard_with(&lab, NO_DELETE_OUTSIDE, Some(data)).await;
         let admin = common::client(&guard, &lab.token).await;
@@ -536,17 +524,7 @@ async fn a_write_is_decided_on_what_the_previous_write_left() {
             json!([format!("maintenance of {} may not be deleted", names[0])]),
             "{err}"
         );
-        let kept = common::zapi::admin(
-            &lab,
-            "maintenance.get",
-            json!({"maintenanceids": [maintenance], "output": ["maintenanceid"]}),
-        )
-        .await;
-        assert_eq!(
-            kept.as_array().map(Vec::len),
-            Some(1),
-            "not deleted: {kept}"
-        );
+        common::zapi::assert_maintenance_kept(&lab, &maintenance).await;
         guard.stop().await;
         common::zapi::admin(&lab, "maintenance.delete", json!([maintenance])).await;
         common::zapi::admin(&lab, "hostgroup.delete", json!(ids)).await;

@@ -74,19 +74,7 @@ async fn an_approved_write_is_refused_when_its_targets_moved_meanwhile() {
             ids.push(created["groupids"][0].as_str().unwrap().to_owned());
         }
         let (keep, free) = (&ids[0], &ids[1]);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let created = common::zapi::admin(
-            &lab,
-            "maintenance.create",
-            json!({"name": names[1], "active_since": now, "active_till": now + 3600,
-                   "groups": [{"groupid": free}],
-                   "timeperiods": [{"timeperiod_type": 0, "start_date": now, "period": 3600}]}),
-        )
-        .await;
-        let maintenance = created["maintenanceids"][0].as_str().unwrap().to_owned();
+        let maintenance = common::zapi::maintenance_on_group(&lab, &names[1], free).await;
 
         let dir = temp_path("policy");
         std::fs::create_dir_all(&dir).unwrap();
@@ -133,17 +121,7 @@ async fn an_approved_write_is_refused_when_its_targets_moved_meanwhile() {
                 .contains("changed while it waited for approval"),
             "{err}"
         );
-        let kept = common::zapi::admin(
-            &lab,
-            "maintenance.get",
-            json!({"maintenanceids": [maintenance], "output": ["maintenanceid"]}),
-        )
-        .await;
-        assert_eq!(
-            kept.as_array().map(Vec::len),
-            Some(1),
-            "not deleted: {kept}"
-        );
+        common::zapi::assert_maintenance_kept(&lab, &maintenance).await;
         let _ = client.cancel().await;
         guard.stop().await;
         common::zapi::admin(&lab, "maintenance.delete", json!([maintenance])).await;

@@ -283,16 +283,7 @@ async fn an_approval_is_not_redeemed_for_targets_moved_since() {
         let created = common::zapi::admin(&lab, "hostgroup.create", json!({"name": name})).await;
         ids.push(created["groupids"][0].as_str().unwrap().to_owned());
     }
-    let now = unix_now();
-    let created = common::zapi::admin(
-        &lab,
-        "maintenance.create",
-        json!({"name": names[1], "active_since": now, "active_till": now + 3600,
-               "groups": [{"groupid": ids[1]}],
-               "timeperiods": [{"timeperiod_type": 0, "start_date": now, "period": 3600}]}),
-    )
-    .await;
-    let maintenance = created["maintenanceids"][0].as_str().unwrap().to_owned();
+    let maintenance = common::zapi::maintenance_on_group(&lab, &names[1], &ids[1]).await;
     let dir = common::temp_path("policy");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("policy.rego"), DELETE_ON_PAGE).unwrap();
@@ -322,17 +313,7 @@ async fn an_approval_is_not_redeemed_for_targets_moved_since() {
             .contains("changed while it waited for approval"),
         "{retry}"
     );
-    let kept = common::zapi::admin(
-        &lab,
-        "maintenance.get",
-        json!({"maintenanceids": [maintenance], "output": ["maintenanceid"]}),
-    )
-    .await;
-    assert_eq!(
-        kept.as_array().map(Vec::len),
-        Some(1),
-        "not deleted: {kept}"
-    );
+    common::zapi::assert_maintenance_kept(&lab, &maintenance).await;
     // The approval is spent: the next call asks a person anew, about what it touches now.
     let again = common::tool_error(&agent, "maintenance_delete", delete).await;
     let (again_id, _) = pending(&again);
