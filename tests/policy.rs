@@ -305,28 +305,7 @@ async fn hot_reload_applies_valid_sets_and_keeps_the_old_on_errors() {
         "package zabbix.mcp\ndecision := {{{ broken",
     )
     .unwrap();
-    let http = reqwest::Client::new();
-    let ready_url = format!("{}/readyz", guard.base);
-    wait_for(async || {
-        let body: Value = http
-            .get(&ready_url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        body["policy"]["last_error"].is_string()
-    })
-    .await;
-    let body: Value = http
-        .get(&ready_url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = readiness_after_a_failed_reload(&guard).await;
     assert_eq!(body["status"], "ready", "the old set still runs: {body}");
     assert!(body["policy"]["reloads_failed"].as_u64().unwrap() >= 1);
     let err = tool_error(&client, "host_get", json!({"limit": 1})).await;
@@ -357,21 +336,7 @@ async fn a_recursive_set_is_refused_and_the_running_one_stays() {
         "package zabbix.mcp\nimport rego.v1\na if b\nb if a\ndecision := {\"allow\": a}\n",
     )
     .unwrap();
-    let http = reqwest::Client::new();
-    let ready_url = format!("{}/readyz", guard.base);
-    let mut body = Value::Null;
-    wait_for(async || {
-        body = http
-            .get(&ready_url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        body["policy"]["last_error"].is_string()
-    })
-    .await;
+    let body = readiness_after_a_failed_reload(&guard).await;
     let error = body["policy"]["last_error"].as_str().unwrap();
     assert!(
         error.contains("recursive rules (Rego has no recursion): data.zabbix.mcp.a -> data.zabbix.mcp.b -> data.zabbix.mcp.a"),
@@ -622,4 +587,17 @@ fn policy_cli_tests_and_evaluates() {
     assert_eq!(decision["decision"]["allow"], true, "{decision}");
     assert_eq!(decision["result"]["history"]["max_window_seconds"], 604800);
     assert!(decision["revision"].is_string());
+}
+
+/// `/readyz` once it reports a reload that failed (`policy.last_error`).
+async fn readiness_after_a_failed_reload(guard: &common::Guard) -> Value {
+    let http = reqwest::Client::new();
+    let url = format!("{}/readyz", guard.base);
+    let mut body = Value::Null;
+    wait_for(async || {
+        body = http.get(&url).send().await.unwrap().json().await.unwrap();
+        body["policy"]["last_error"].is_string()
+    })
+    .await;
+    body
 }
