@@ -313,6 +313,21 @@ async fn sse_until(response: &mut Response, needle: &str) -> serde_json::Value {
     }
 }
 
+/// Declines `question`, the approval asked by the write with request id `id`, and reads
+/// that write's answer from its `stream`.
+async fn decline(
+    http: &Client,
+    (guard, lab, session): (&common::Guard, &common::Lab, &str),
+    question: &serde_json::Value,
+    stream: &mut Response,
+    id: u64,
+) -> serde_json::Value {
+    let decline = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
+    let answered = post(http, &guard.url, &lab.token, Some(session), &decline).await;
+    assert_eq!(answered.status(), 202);
+    sse_until(stream, &format!(r#""id":{id}"#)).await
+}
+
 /// A stateful sidecar on the 7.0 lab, a session whose client answers elicitations, and in
 /// it a write (`problem_annotate` with JSON-RPC id `id`) waiting for its approval.
 struct WaitingWrite {
@@ -435,11 +450,7 @@ async fn a_session_holds_at_most_max_requests_per_session_in_flight() {
         (&question, &mut first, 1),
         (&second_question, &mut second, 2),
     ] {
-        let decline =
-            json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
-        let answered = post(&http, &guard.url, &lab.token, Some(&session), &decline).await;
-        assert_eq!(answered.status(), 202);
-        sse_until(stream, &format!(r#""id":{id}"#)).await;
+        decline(&http, (&guard, &lab, &session), question, stream, id).await;
     }
     let again = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
     assert_eq!(again.status(), 200);
@@ -471,10 +482,7 @@ async fn a_request_reusing_an_id_in_flight_in_its_session_is_refused() {
     let message = refusal["error"]["message"].as_str().unwrap();
     assert!(message.starts_with("request id 7 is in use"), "{message}");
 
-    let decline = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
-    let answered = post(&http, &guard.url, &lab.token, Some(&session), &decline).await;
-    assert_eq!(answered.status(), 202);
-    let result = sse_until(&mut first, r#""id":7"#).await;
+    let result = decline(&http, (&guard, &lab, &session), &question, &mut first, 7).await;
     let text = result["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or("");
