@@ -268,6 +268,19 @@ pub struct ParamFlags {
 
 /// Parses the process arguments; prints help, version or an error and exits as clap
 /// does.
+/// Writes `text` and a newline to standard output for the subcommands that print (`-T`,
+/// `policy test`, `policy eval`). A reader that stops early (`| head`) ends the output
+/// quietly: `println!` panicked on the closed pipe.
+pub fn print_line(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(error) = writeln!(out, "{text}").and_then(|()| out.flush())
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("zabbix-mcp-guard: cannot write to standard output: {error}");
+    }
+}
+
 pub fn parse() -> Cli {
     parse_from(std::env::args_os())
 }

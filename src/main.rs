@@ -71,12 +71,12 @@ fn run(config: Config, sources: Sources, test_config: bool, start: Start) -> Exi
 /// `-T`: the effective configuration, then a line per file loaded, warnings, and every
 /// failure (on stderr); it passes only when nothing failed.
 fn test(config: &Config) -> ExitCode {
-    print!("{}", config.render_effective());
+    cli::print_line(config.render_effective().trim_end_matches('\n'));
     let mut failed = false;
     for finding in preflight::check(config) {
         match finding {
-            Finding::Loaded(text) => println!("{text}"),
-            Finding::Warning(text) => println!("warning: {text}"),
+            Finding::Loaded(text) => cli::print_line(&text),
+            Finding::Warning(text) => cli::print_line(&format!("warning: {text}")),
             Finding::Failed(error) => {
                 failed = true;
                 eprintln!("zabbix-mcp-guard: {error}");
@@ -86,7 +86,7 @@ fn test(config: &Config) -> ExitCode {
     if failed {
         return ExitCode::FAILURE;
     }
-    println!("configuration OK");
+    cli::print_line("configuration OK");
     ExitCode::SUCCESS
 }
 

@@ -187,6 +187,42 @@ async fn zabbix_errors_echoing_agent_text_are_escaped_in_the_log() {
 
 /// `-T -c FILE` plus flags, with no variables of ours from the environment.
 fn test_config(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    test_config_command(args).output().unwrap()
+}
+
+/// A reader that stopped early (`-T | head`, `policy eval … | head`) ends the output
+/// quietly; before, the first line written after it panicked ("failed printing to
+/// stdout: Broken pipe", exit 101).
+#[test]
+fn printing_subcommands_stop_quietly_when_their_reader_does() {
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let input = common::scratch_dir("closed-stdout").join("input.json");
+    std::fs::write(&input, "{}").unwrap();
+    let eval = [
+        "policy".as_ref(),
+        "eval".as_ref(),
+        "--input".as_ref(),
+        input.as_os_str(),
+        "--dir".as_ref(),
+        policies.as_os_str(),
+    ];
+    let mut commands = [
+        test_config_command(&["--policy-dir".as_ref(), policies.as_os_str()]),
+        Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard")),
+    ];
+    commands[1].args(eval);
+    for mut command in commands {
+        // The read end is closed before the child starts: its first write meets EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = command.stdout(writer).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{command:?}: {stderr}");
+        assert!(out.status.success(), "{command:?}: {out:?}");
+    }
+}
+
+fn test_config_command(args: &[&std::ffi::OsStr]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"));
     command
         .args(["-T", "--frontend-url", "https://localhost:8443"])
@@ -197,7 +233,7 @@ fn test_config(args: &[&std::ffi::OsStr]) -> std::process::Output {
             command.env_remove(name);
         }
     }
-    command.output().unwrap()
+    command
 }
 
 /// A self-signed localhost certificate valid for three more days, and its key, as files.

@@ -130,7 +130,7 @@ pub fn eval_input(dir: &Path, input: &serde_json::Value) -> Result<serde_json::V
 pub fn cli_test(dir: &Path) -> i32 {
     match run_tests(dir) {
         Ok(report) => {
-            println!("{report}");
+            crate::cli::print_line(&report.to_string());
             i32::from(report.failed > 0)
         }
         Err(e) => {
@@ -157,7 +157,7 @@ pub fn cli_eval(dir: &Path, input: &Path) -> i32 {
         serde_json::to_string_pretty(&v).map_err(|e| PolicyError::Eval(e.to_string()))
     }) {
         Ok(text) => {
-            println!("{text}");
+            crate::cli::print_line(&text);
             0
         }
         Err(e) => {
