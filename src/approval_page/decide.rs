@@ -16,6 +16,8 @@ use crate::zabbix::{ApiToken, Identity};
 pub(crate) enum Choice {
     Approve,
     Decline,
+    /// Takes a yes back before a retry redeemed it.
+    Withdraw,
 }
 
 /// How a decision attempt ended.
@@ -87,7 +89,8 @@ pub(crate) fn policy_allows(
     decision.allow && !decision.dry_run_would_deny
 }
 
-/// Takes the decision if this person may, exactly once.
+/// Takes the decision if this person may, exactly once. Whoever may decide a change may
+/// also take their or anyone's yes back until a retry redeems it.
 pub(crate) async fn decide(
     app: &App,
     record: &ApprovalRecord,
@@ -96,14 +99,20 @@ pub(crate) async fn decide(
     choice: Choice,
 ) -> Result<Decided, crate::store::StoreError> {
     let now = unix_now();
-    if record.status != Status::Pending {
+    let from = match choice {
+        Choice::Approve | Choice::Decline => From::Pending,
+        Choice::Withdraw => From::Approved,
+    };
+    if !record.status.is(from) {
         return Ok(Decided::Refused(format!(
-            "This change is already {}.",
+            "This change is {}.",
             record.status.as_str()
         )));
     }
     if record.expires_at <= now {
-        expire(app, record, now).await?;
+        if from == From::Pending {
+            expire(app, record, now).await?;
+        }
         return Ok(Decided::Refused("This approval request expired.".into()));
     }
     if let Err(reason) = may_decide(record, approver, token) {
@@ -139,15 +148,19 @@ pub(crate) async fn decide(
             "declined",
             ApprovalOutcome::PageDeclined,
         ),
+        Choice::Withdraw => (
+            Status::Withdrawn(by),
+            "approval_withdrawn",
+            ApprovalOutcome::PageWithdrawn,
+        ),
     };
-    let Some(decided) = app
-        .store
-        .transition(&record.id, From::Pending, to, now)
-        .await?
-    else {
-        return Ok(Decided::Refused(
-            "Someone else decided this change first, or it expired.".into(),
-        ));
+    let Some(decided) = app.store.transition(&record.id, from, to, now).await? else {
+        return Ok(Decided::Refused(match from {
+            From::Pending => "Someone else decided this change first, or it expired.".into(),
+            From::Approved => {
+                "A retry sent it or someone withdrew the approval first, or it expired.".into()
+            }
+        }));
     };
     app.metrics.approval(counted);
     app.decisions.event(

@@ -104,14 +104,23 @@ pub(crate) fn list(records: &[ApprovalRecord], user: &str, csrf: &str) -> String
     page("Pending approvals", Some(user), Some(csrf), &body)
 }
 
+/// What the person may do on the detail page.
+pub(crate) enum Actions<'a> {
+    /// Approve or decline a pending change.
+    Decide,
+    /// Take back a yes no retry has redeemed yet.
+    Withdraw,
+    /// Nothing, and why (shown instead of the buttons).
+    Refused(&'a str),
+}
+
 /// What the detail page shows besides the record itself.
 pub(crate) struct Detail<'a> {
     pub(crate) record: &'a ApprovalRecord,
     pub(crate) summary: &'a [(String, String)],
     pub(crate) pretty: &'a str,
     pub(crate) zabbix_url: &'a str,
-    /// `Some(reason)`: this person may not decide it (shown instead of the buttons).
-    pub(crate) refusal: Option<&'a str>,
+    pub(crate) actions: Actions<'a>,
     pub(crate) notice: Option<&'a str>,
 }
 
@@ -168,28 +177,32 @@ pub(crate) fn detail(d: &Detail<'_>, user: &str, csrf: &str) -> String {
         html(d.pretty),
         html(&r.sha256),
     );
-    match d.refusal {
-        Some(reason) => {
+    let buttons = match d.actions {
+        Actions::Refused(reason) => {
             let _ = write!(
                 body,
                 "<p class=\"error\" id=\"refusal\">{}</p>",
                 html(reason)
             );
+            return page("Approve this change?", Some(user), Some(csrf), &body);
         }
-        None => {
-            let _ = write!(
-                body,
-                "<form method=\"post\" action=\"/approvals/{id}\">\
-                 <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-                 <input type=\"hidden\" name=\"sha256\" value=\"{sha}\">\
-                 <button type=\"submit\" name=\"decision\" value=\"approve\" id=\"approve\">Approve</button>\
-                 <button type=\"submit\" name=\"decision\" value=\"decline\" id=\"decline\">Decline</button></form>",
-                id = html(&r.id),
-                csrf = html(csrf),
-                sha = html(&r.sha256),
-            );
+        Actions::Decide => {
+            "<button type=\"submit\" name=\"decision\" value=\"approve\" id=\"approve\">Approve</button>\
+             <button type=\"submit\" name=\"decision\" value=\"decline\" id=\"decline\">Decline</button>"
         }
-    }
+        Actions::Withdraw => {
+            "<button type=\"submit\" name=\"decision\" value=\"withdraw\" id=\"withdraw\">Withdraw the approval</button>"
+        }
+    };
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/approvals/{id}\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"sha256\" value=\"{sha}\">{buttons}</form>",
+        id = html(&r.id),
+        csrf = html(csrf),
+        sha = html(&r.sha256),
+    );
     page("Approve this change?", Some(user), Some(csrf), &body)
 }
 

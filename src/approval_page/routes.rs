@@ -40,6 +40,13 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
         .iter()
         .find(|(k, _)| k == LOGIN_COOKIE)
         .map(|(_, v)| v.clone());
+    if method == Method::POST && cross_origin(&request) {
+        tracing::info!(client.address = %peer, "approval page: POST from another origin refused");
+        return plain(
+            StatusCode::FORBIDDEN,
+            "This form was sent from another site or origin; nothing was changed.",
+        );
+    }
     let form = if method == Method::POST {
         match read_form(request, page.app.config.limits.body, &page.bodies).await {
             Ok(form) => form,
@@ -134,6 +141,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                             (Method::GET, _) => None,
                             (Method::POST, "approve") => Some(Choice::Approve),
                             (Method::POST, "decline") => Some(Choice::Decline),
+                            (Method::POST, "withdraw") => Some(Choice::Withdraw),
                             _ => return plain(StatusCode::BAD_REQUEST, "Unknown decision."),
                         };
                         detail(page, (&session_id, &session), id, choice, field("sha256")).await
@@ -262,13 +270,7 @@ async fn detail(
     };
     let mut notice = None;
     let mut status = StatusCode::OK;
-    let mut refusal = match decide::may_decide(&record, &viewer, &session.token) {
-        Err(reason) => Some(reason),
-        Ok(()) if record.status != Status::Pending => {
-            Some(format!("This change is {}.", record.status.as_str()))
-        }
-        Ok(()) => None,
-    };
+    let mut refusal = decide::may_decide(&record, &viewer, &session.token).err();
     if let Some(choice) = choice {
         // The person decides on what they saw: a changed record is not decided blindly.
         if shown_sha256 != record.sha256 {
@@ -279,8 +281,15 @@ async fn detail(
         }
         match decide::decide(app, &record, &viewer, &session.token, choice).await {
             Ok(Decided::Done(decided)) => {
-                notice = Some(format!("You {} this change.", decided.status.as_str()));
-                refusal = Some(format!("This change is {}.", decided.status.as_str()));
+                notice = Some(match choice {
+                    Choice::Approve => {
+                        "You approved this change. Until the agent's retry sends it, you or another approver may withdraw the approval."
+                    }
+                    Choice::Decline => "You declined this change.",
+                    Choice::Withdraw => {
+                        "You withdrew the approval: the agent's retry is told it was declined, and nothing is sent."
+                    }
+                });
                 record = *decided;
             }
             Ok(Decided::Refused(reason)) => {
@@ -301,6 +310,18 @@ async fn detail(
         let reason = refusal.unwrap_or_else(|| "You may not decide this change.".into());
         return plain(StatusCode::FORBIDDEN, &reason);
     }
+    let closed = match &record.status {
+        Status::Pending | Status::Approved(_) if record.expires_at <= now => {
+            Some("This approval expired.".to_owned())
+        }
+        Status::Pending | Status::Approved(_) => None,
+        other => Some(format!("This change is {}.", other.as_str())),
+    };
+    let actions = match (refusal.as_deref().or(closed.as_deref()), &record.status) {
+        (Some(reason), _) => html::Actions::Refused(reason),
+        (None, Status::Approved(_)) => html::Actions::Withdraw,
+        (None, _) => html::Actions::Decide,
+    };
     let rows = summary(&app.zabbix, &session.token, &record).await;
     let pretty = crate::display::pretty_payload(record.body.as_bytes())
         .unwrap_or_else(|_| crate::display::escape_text(&record.body));
@@ -309,8 +330,8 @@ async fn detail(
         summary: &rows,
         pretty: &pretty,
         zabbix_url: &app.config.frontend_url,
-        refusal: refusal.as_deref(),
-        notice: notice.as_deref(),
+        actions,
+        notice,
     };
     let mut reply = ok_html(html::detail(&detail, &viewer.username, &session.csrf));
     *reply.status_mut() = status;
@@ -379,6 +400,34 @@ fn set_cookie(reply: &mut Reply, page: &Page, name: &str, value: &str, max_age: 
     );
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         reply.headers_mut().append(header::SET_COOKIE, value);
+    }
+}
+
+/// Whether the browser says a POST comes from another origin: `Sec-Fetch-Site` where the
+/// browser sends it (all current ones do), else an `Origin` naming another host than the
+/// request's. Neither header (a non-browser client) is left to the CSRF token, which
+/// every POST needs anyway; this keeps a page of another port or subdomain (same site,
+/// so `SameSite=Strict` cookies go along) from posting even with a leaked token.
+fn cross_origin<B>(request: &Request<B>) -> bool {
+    let headers = request.headers();
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return !matches!(site.as_bytes(), b"same-origin" | b"none");
+    }
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return false;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest);
+    match (origin_host, host) {
+        (Some(origin_host), Some(host)) => !origin_host.eq_ignore_ascii_case(host),
+        _ => true,
     }
 }
 
@@ -462,7 +511,7 @@ fn is_id(id: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_id, safe_next};
+    use super::{cross_origin, is_id, safe_next};
     use crate::approval_page::html;
 
     #[test]
@@ -480,6 +529,34 @@ mod tests {
         }
         assert!(is_id("0123abcdef"));
         assert!(!is_id("../etc") && !is_id("") && !is_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn posts_from_another_origin_are_told_apart() {
+        let post = |headers: &[(&str, &str)]| {
+            let mut request = http::Request::post("/approvals/abc");
+            for (k, v) in headers {
+                request = request.header(*k, *v);
+            }
+            cross_origin(&request.body(()).unwrap())
+        };
+        let host = ("host", "guard.example:8464");
+        assert!(!post(&[host]), "no browser headers: left to the CSRF token");
+        assert!(!post(&[host, ("sec-fetch-site", "same-origin")]));
+        assert!(!post(&[host, ("sec-fetch-site", "none")]));
+        assert!(post(&[host, ("sec-fetch-site", "same-site")]));
+        assert!(post(&[host, ("sec-fetch-site", "cross-site")]));
+        assert!(!post(&[host, ("origin", "https://guard.example:8464")]));
+        assert!(!post(&[host, ("origin", "https://GUARD.example:8464")]));
+        assert!(post(&[host, ("origin", "https://guard.example:9000")]));
+        assert!(post(&[host, ("origin", "https://evil.example")]));
+        assert!(post(&[host, ("origin", "null")]));
+        // Sec-Fetch-Site decides where both are sent.
+        assert!(post(&[
+            host,
+            ("sec-fetch-site", "cross-site"),
+            ("origin", "https://guard.example:8464")
+        ]));
     }
 
     #[test]

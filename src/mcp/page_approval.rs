@@ -108,9 +108,18 @@ pub(crate) async fn call(
             "declined on the approval page by {}",
             by.username
         ))),
+        Status::Withdrawn(by) => Err(withdrawn(by)),
         Status::Redeemed(_) => Err(ApprovalError::AlreadyUsed.into()),
         Status::Approved(by) => redeem(app, call, &record, by, body, now).await,
     }
+}
+
+/// The answer to a retry after an approver took the yes back: declined, as a no would be.
+fn withdrawn(by: &DecidedBy) -> ToolError {
+    ToolError::ApprovalDeclined(format!(
+        "the approval was withdrawn on the approval page by {}",
+        by.username
+    ))
 }
 
 /// Sends the approved body if this retry is the one that redeems it: the bytes this retry
@@ -153,12 +162,17 @@ async fn redeem(
         )
         .await?;
     let Some(redeemed) = redeemed else {
-        // Another retry (maybe on another replica) won, or the time ran out meanwhile.
+        // Another retry (maybe on another replica) won, an approver took the yes back, or
+        // the time ran out meanwhile.
         return match app.store.get(&record.id).await? {
             Some(r) if matches!(r.status, Status::Approved(_)) => {
                 expire(app, &r, From::Approved, now).await?;
                 Err(ToolError::ApprovalExpired)
             }
+            Some(ApprovalRecord {
+                status: Status::Withdrawn(by),
+                ..
+            }) => Err(withdrawn(&by)),
             _ => Err(ApprovalError::AlreadyUsed.into()),
         };
     };
@@ -190,8 +204,6 @@ async fn redeem(
     )))
 }
 
-/// Marks a pending or approved approval expired (once, logged) and forgets its key, so the
-/// next call with the same arguments asks anew.
 /// Whether `record` holds exactly `body`, the request this retry built: checked before the
 /// record is redeemed and again on what the redeeming transition returned.
 fn holds(record: &ApprovalRecord, body: &[u8]) -> Result<(), ToolError> {
@@ -204,6 +216,8 @@ fn holds(record: &ApprovalRecord, body: &[u8]) -> Result<(), ToolError> {
     ))))
 }
 
+/// Marks a pending or approved approval expired (once, logged) and forgets its key, so the
+/// next call with the same arguments asks anew.
 async fn expire(app: &App, record: &ApprovalRecord, from: From, now: u64) -> Result<(), ToolError> {
     let expired = app
         .store

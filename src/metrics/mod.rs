@@ -71,6 +71,8 @@ pub enum ApprovalOutcome {
     PageExpired,
     /// An approved page approval was sent to Zabbix by the caller's retry.
     PageRedeemed,
+    /// An approver took a page approval back before a retry redeemed it.
+    PageWithdrawn,
 }
 
 /// The registry and every series counted on the request path. Shared by the app.
@@ -176,7 +178,7 @@ struct PathLabels {
 const PHASES: [&str; 4] = ["list", "call", "resource", "approve"];
 /// A decision's result: allowed, denied, or allowed only because of dry-run.
 const DECISION_RESULTS: [&str; 3] = ["allow", "deny", "dry_run_deny"];
-const APPROVAL_OUTCOMES: [ApprovalOutcome; 11] = [
+const APPROVAL_OUTCOMES: [ApprovalOutcome; 12] = [
     ApprovalOutcome::NotRequired,
     ApprovalOutcome::Requested,
     ApprovalOutcome::Approved,
@@ -188,6 +190,7 @@ const APPROVAL_OUTCOMES: [ApprovalOutcome; 11] = [
     ApprovalOutcome::PageDeclined,
     ApprovalOutcome::PageExpired,
     ApprovalOutcome::PageRedeemed,
+    ApprovalOutcome::PageWithdrawn,
 ];
 const RATE_SCOPES: [RateScope; 4] = RateScope::ALL;
 const MCP_PATHS: [McpPath; 2] = [McpPath::Direct, McpPath::Rmcp];
@@ -454,6 +457,7 @@ impl ApprovalOutcome {
             ApprovalOutcome::PageDeclined => "page_declined",
             ApprovalOutcome::PageExpired => "page_expired",
             ApprovalOutcome::PageRedeemed => "page_redeemed",
+            ApprovalOutcome::PageWithdrawn => "page_withdrawn",
         }
     }
 }

@@ -375,7 +375,7 @@ fn a_fresh_registry_is_valid_and_shows_the_fixed_series_at_zero() {
     // 4 phases x 3 results, registered up front.
     assert_eq!(samples.iter().filter(|s| s.0 == name).count(), 12);
     let name = format!("{PREFIX}_approvals_total");
-    assert_eq!(samples.iter().filter(|s| s.0 == name).count(), 11);
+    assert_eq!(samples.iter().filter(|s| s.0 == name).count(), 12);
     // No policy loaded: the info family has no series.
     assert!(!samples.iter().any(|s| s.0.ends_with("policy_info")));
     // No TLS: no certificate or CA series; no process figures read: none of theirs.

@@ -53,7 +53,7 @@ pub struct ApprovalRecord {
 }
 
 /// Where an approval stands. Transitions: pending → approved | declined | expired;
-/// approved → redeemed. Each happens once.
+/// approved → redeemed | withdrawn | expired. Each happens once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Status {
@@ -62,6 +62,8 @@ pub enum Status {
     Declined(DecidedBy),
     Expired,
     Redeemed(DecidedBy),
+    /// An approver took the yes back before a retry redeemed it.
+    Withdrawn(DecidedBy),
 }
 
 /// The person who decided, as resolved from their own sign-in.
@@ -112,10 +114,11 @@ impl Status {
             Status::Declined(_) => "declined",
             Status::Expired => "expired",
             Status::Redeemed(_) => "redeemed",
+            Status::Withdrawn(_) => "withdrawn",
         }
     }
 
-    pub(super) fn is(&self, from: From) -> bool {
+    pub(crate) fn is(&self, from: From) -> bool {
         matches!(
             (self, from),
             (Status::Pending, From::Pending) | (Status::Approved(_), From::Approved)

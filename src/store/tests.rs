@@ -174,7 +174,8 @@ async fn decided_once_and_redeemed_once(store: &Store) {
     assert_eq!(again, None, "redeemed once");
 }
 
-async fn concurrent_redeems_win_once(store: Arc<Store>) {
+/// Retries redeeming and approvers withdrawing, all at once: exactly one of them wins.
+async fn concurrent_redeems_and_withdrawals_win_once(store: Arc<Store>) {
     let first = record(&fresh(), "dd", 600);
     store
         .create_or_get(first.clone(), ROOM)
@@ -187,23 +188,32 @@ async fn concurrent_redeems_win_once(store: Arc<Store>) {
         .expect("decide")
         .expect("was pending");
     let tasks: Vec<_> = (0..16)
-        .map(|_| {
+        .map(|n| {
             let store = store.clone();
             let id = first.id.clone();
+            let to = if n % 2 == 0 {
+                Status::Redeemed(admin())
+            } else {
+                Status::Withdrawn(admin())
+            };
             tokio::spawn(async move {
-                store
-                    .transition(&id, From::Approved, Status::Redeemed(admin()), now)
+                let won = store
+                    .transition(&id, From::Approved, to.clone(), now)
                     .await
-                    .expect("redeem")
-                    .is_some()
+                    .expect("redeem or withdraw");
+                won.map(|r| (r.status == to).then_some(to))
             })
         })
         .collect();
-    let mut wins = 0;
+    let mut winners = Vec::new();
     for task in tasks {
-        wins += usize::from(task.await.expect("task"));
+        if let Some(won) = task.await.expect("task") {
+            winners.push(won.expect("the winner's own status"));
+        }
     }
-    assert_eq!(wins, 1);
+    assert_eq!(winners.len(), 1, "{winners:?}");
+    let stored = store.get(&first.id).await.expect("get").expect("record");
+    assert_eq!(stored.status, winners[0]);
 }
 
 async fn expired_cannot_be_decided_and_is_forgotten(store: &Store) {
@@ -289,7 +299,7 @@ async fn both_backends_behave_the_same() {
         eprintln!("backend {backend}");
         same_payload_gets_the_same_pending_approval(&store).await;
         decided_once_and_redeemed_once(&store).await;
-        concurrent_redeems_win_once(store.clone()).await;
+        concurrent_redeems_and_withdrawals_win_once(store.clone()).await;
         expired_cannot_be_decided_and_is_forgotten(&store).await;
         nonce_is_used_once(&store).await;
         a_user_waits_on_at_most_max_pending_approvals(&store).await;

@@ -12,6 +12,7 @@ mod redeem;
 mod summary;
 mod support;
 mod url_elicitation;
+mod withdraw;
 
 use std::time::Duration;
 

@@ -136,12 +136,13 @@ pub fn event_names(log: &Path, decision_id: &str) -> Vec<String> {
 }
 
 /// The page outcomes of `approvals_total`.
-const PAGE_OUTCOMES: [&str; 5] = [
+const PAGE_OUTCOMES: [&str; 6] = [
     "page_requested",
     "page_approved",
     "page_declined",
     "page_expired",
     "page_redeemed",
+    "page_withdrawn",
 ];
 
 /// `approvals_total` by page outcome, as the sidecar's `/metrics` shows it now.
