@@ -65,10 +65,20 @@ pub(crate) async fn call(
         expires_at: now.saturating_add(app.config.approval_timeout.as_secs()),
         status: Status::Pending,
     };
-    let (record, created) = app
-        .store
-        .create_or_get(fresh, app.config.limits.max_pending_approvals)
-        .await?;
+    let limit = app.config.limits.max_pending_approvals;
+    let (mut record, mut created) = app.store.create_or_get(fresh.clone(), limit).await?;
+    if let Some(from) = superseded(&record, &fresh) {
+        // The policy names other approvers now (reloaded since this was asked): a yes from
+        // the old ones, or one they may still give, is not this call's approval.
+        app.decisions.event(
+            &record.decision_id,
+            "approvers_changed",
+            json!({"approval_id": record.id, "approvers": record.approvers,
+                   "now": fresh.approvers, "retry_decision_id": decision_id}),
+        );
+        expire(app, &record, from, now).await?;
+        (record, created) = app.store.create_or_get(fresh, limit).await?;
+    }
     let url = format!("{}/approvals/{}", page.url, record.id);
     if created {
         app.metrics.approval(ApprovalOutcome::PageRequested);
@@ -111,6 +121,19 @@ pub(crate) async fn call(
         Status::Withdrawn(by) => Err(withdrawn(by)),
         Status::Redeemed(_) => Err(ApprovalError::AlreadyUsed.into()),
         Status::Approved(by) => redeem(app, call, &record, by, body, now).await,
+    }
+}
+
+/// Whether a retry found an open approval (pending, or approved and not redeemed) asked
+/// for other approvers than its own decision names; `Some(from)` to expire it from.
+fn superseded(found: &ApprovalRecord, fresh: &ApprovalRecord) -> Option<From> {
+    if found.id == fresh.id || found.approvers == fresh.approvers {
+        return None;
+    }
+    match found.status {
+        Status::Pending => Some(From::Pending),
+        Status::Approved(_) => Some(From::Approved),
+        _ => None,
     }
 }
 

@@ -322,3 +322,62 @@ async fn an_approval_is_not_redeemed_for_targets_moved_since() {
     common::zapi::admin(&lab, "maintenance.delete", json!([maintenance])).await;
     common::zapi::admin(&lab, "hostgroup.delete", json!(ids)).await;
 }
+
+/// A yes is good for the approvers the policy named when it was asked. Once a reloaded
+/// policy names others, the retry finds the old approval superseded: it is spent
+/// (`approvers_changed`, `approval_expired`), nothing is sent, and the new approvers are
+/// asked. Before, a yes given before the reload was redeemed after it.
+#[tokio::test]
+async fn a_yes_is_redeemed_only_for_the_approvers_it_was_asked_of() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let dir = support::four_eyes();
+    let policy_dir = dir.clone();
+    let car = sidecar_with(Setup::page(&proxy), |c| c.policy_dir = Some(policy_dir)).await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = support::open_event(&lab, &car.guard).await;
+    let args = ack_args(
+        &event,
+        &format!("approvers changed {}", uuid::Uuid::new_v4().simple()),
+    );
+    let first = common::tool_error(&agent, TOOL, args.clone()).await;
+    let (id, _) = pending(&first);
+    let decision_id = first["decision_id"].as_str().unwrap().to_owned();
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(admin.decide(&id, "approve").await.status, 200);
+
+    let before = car.guard.app().policy.revision();
+    std::fs::write(
+        dir.join("data.json"),
+        r#"{"four_eyes": {"approver_usrgrps": ["Zabbix administrators", "Guests"]}}"#,
+    )
+    .unwrap();
+    common::wait_until(
+        "the policy to reload",
+        Duration::from_secs(15),
+        async || car.guard.app().policy.revision() != before,
+    )
+    .await;
+
+    let retry = common::tool_error(&agent, TOOL, args.clone()).await;
+    let (anew, _) = pending(&retry);
+    assert_ne!(anew, id, "asked anew: {retry}");
+    assert_eq!(acks(&recorder, &event), 0, "the old yes sent nothing");
+    let names = event_names(&car.log, &decision_id);
+    for expected in ["approvers_changed", "approval_expired"] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+    assert_eq!(admin.decide(&anew, "approve").await.status, 200);
+    let done = common::call(&agent, TOOL, args).await;
+    assert_ne!(done.is_error, Some(true), "{:?}", done.content);
+    assert_eq!(
+        acks(&recorder, &event),
+        1,
+        "sent once, on the new approvers' yes"
+    );
+    car.guard.stop().await;
+}
