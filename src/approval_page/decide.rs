@@ -5,9 +5,10 @@
 
 use serde_json::json;
 
+use super::session::Session;
 use crate::app::App;
 use crate::metrics::ApprovalOutcome;
-use crate::policy::{CallerInfo, Decision, Phase, PolicyInput};
+use crate::policy::{ApproverInfo, CallerInfo, Decision, Phase, PolicyInput};
 use crate::store::{ApprovalRecord, DecidedBy, From, Status, unix_now};
 use crate::zabbix::{ApiToken, Identity};
 
@@ -57,23 +58,27 @@ pub(crate) fn may_decide(
     Ok(())
 }
 
-/// The `approve`-phase input: the pending call's input plus the approver.
+/// The `approve`-phase input: the pending call's input plus the approver, as Zabbix sees
+/// them now and as they signed in.
 pub(crate) fn approve_input(
     record: &ApprovalRecord,
     approver: &Identity,
-    token: &ApiToken,
+    session: &Session,
 ) -> PolicyInput {
     let mut input = record.input.clone();
     input.phase = Phase::Approve;
     input.now = unix_now();
     input.resource = None;
-    input.approver = Some(CallerInfo {
-        userid: approver.userid.clone(),
-        username: approver.username.clone(),
-        user_type: u32::try_from(approver.user_type).unwrap_or(0),
-        roleid: approver.roleid.clone(),
-        usrgrps: approver.usrgrps.clone(),
-        token_id: token.id(),
+    input.approver = Some(ApproverInfo {
+        person: CallerInfo {
+            userid: approver.userid.clone(),
+            username: approver.username.clone(),
+            user_type: u32::try_from(approver.user_type).unwrap_or(0),
+            roleid: approver.roleid.clone(),
+            usrgrps: approver.usrgrps.clone(),
+            token_id: session.token.id(),
+        },
+        sign_in: session.sign_in,
     });
     input
 }
@@ -83,9 +88,9 @@ pub(crate) fn policy_allows(
     app: &App,
     record: &ApprovalRecord,
     approver: &Identity,
-    token: &ApiToken,
+    session: &Session,
 ) -> bool {
-    let decision = app.policy.decide(&approve_input(record, approver, token));
+    let decision = app.policy.decide(&approve_input(record, approver, session));
     decision.allow && !decision.dry_run_would_deny
 }
 
@@ -95,7 +100,7 @@ pub(crate) async fn decide(
     app: &App,
     record: &ApprovalRecord,
     approver: &Identity,
-    token: &ApiToken,
+    session: &Session,
     choice: Choice,
 ) -> Result<Decided, crate::store::StoreError> {
     let now = unix_now();
@@ -115,11 +120,11 @@ pub(crate) async fn decide(
         }
         return Ok(Decided::Refused("This approval request expired.".into()));
     }
-    if let Err(reason) = may_decide(record, approver, token) {
+    if let Err(reason) = may_decide(record, approver, &session.token) {
         log_refusal(app, record, approver, &reason, None);
         return Ok(Decided::Refused(reason));
     }
-    let input = approve_input(record, approver, token);
+    let input = approve_input(record, approver, session);
     let decision = app.policy.decide(&input);
     app.decisions.record(&decision, &input);
     app.metrics.policy_decision(Phase::Approve, &decision);

@@ -166,7 +166,7 @@ async fn list(page: &Page, (session_id, session): (&str, &Session)) -> Reply {
         .into_iter()
         .filter(|r| {
             decide::may_decide(r, &viewer, &session.token).is_ok()
-                && decide::policy_allows(&page.app, r, &viewer, &session.token)
+                && decide::policy_allows(&page.app, r, &viewer, session)
         })
         .collect();
     ok_html(html::list(&mine, &viewer.username, &session.csrf))
@@ -279,7 +279,7 @@ async fn detail(
                 "The request changed since the page was shown; reload it.",
             );
         }
-        match decide::decide(app, &record, &viewer, &session.token, choice).await {
+        match decide::decide(app, &record, &viewer, session, choice).await {
             Ok(Decided::Done(decided)) => {
                 notice = Some(match choice {
                     Choice::Approve => {

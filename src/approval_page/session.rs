@@ -13,6 +13,7 @@ use moka::future::Cache;
 use serde_json::{Value, json};
 
 use crate::app::App;
+use crate::policy::SignIn;
 use crate::server::guard::MAX_TOKEN_LENGTH;
 use crate::zabbix::{ApiToken, Identity, Method};
 
@@ -34,8 +35,9 @@ pub(crate) struct Session {
     /// The approver's own token (their API token, or the Zabbix session of the sign-in):
     /// the summary of a pending call is resolved with it.
     pub(crate) token: ApiToken,
-    /// `true` when `token` is a Zabbix session opened by this sign-in, ended at sign-out.
-    pub(crate) owns_zabbix_session: bool,
+    /// How the person signed in. With a password, `token` is a Zabbix session opened by
+    /// this sign-in and ended at sign-out.
+    pub(crate) sign_in: SignIn,
     /// Put into every form of this session and checked on every POST.
     pub(crate) csrf: String,
     /// When it was opened: the oldest of a user's goes first.
@@ -71,7 +73,7 @@ impl Sessions {
             let app = app.clone();
             let ended: moka::notification::ListenerFuture = Box::pin(async move {
                 if let Some(app) = app.upgrade()
-                    && session.owns_zabbix_session
+                    && session.sign_in == SignIn::Password
                 {
                     logout(&app, &session.token).await;
                 }
@@ -213,7 +215,7 @@ impl Sessions {
 /// approver groups meanwhile could still decide until it ended. Zabbix refusing the
 /// session or token is [`SignInError::Refused`]; so is another user behind it.
 pub(crate) async fn recheck(app: &App, session: &Session) -> Result<Identity, SignInError> {
-    let credential = if session.owns_zabbix_session {
+    let credential = if session.sign_in == SignIn::Password {
         json!({"sessionid": session.token.expose()})
     } else {
         json!({"token": session.token.expose()})
@@ -262,7 +264,7 @@ async fn password_session(
         Ok(identity) => Ok(Session {
             identity,
             token,
-            owns_zabbix_session: true,
+            sign_in: SignIn::Password,
             csrf: random_token(),
             opened: std::time::Instant::now(),
         }),
@@ -294,7 +296,7 @@ async fn token_session(app: &App, token: ApiToken) -> Result<Session, SignInErro
     Ok(Session {
         identity: (*identity).clone(),
         token,
-        owns_zabbix_session: false,
+        sign_in: SignIn::Token,
         csrf: random_token(),
         opened: std::time::Instant::now(),
     })

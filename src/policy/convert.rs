@@ -13,8 +13,8 @@ use regorus::Value;
 use regorus::value::Object;
 
 use super::input::{
-    CallerInfo, ClientInfo, Phase, PolicyInput, TargetGroup, Targets, ToolInfo, ToolKind,
-    ZabbixInfo,
+    ApproverInfo, CallerInfo, ClientInfo, Phase, PolicyInput, TargetGroup, Targets, ToolInfo,
+    ToolKind, ZabbixInfo,
 };
 
 /// Key and enum strings of the input shape, allocated once; cloning one is a
@@ -62,6 +62,7 @@ enum Key {
     Host,
     Groupid,
     Approver,
+    SignIn,
 }
 
 const KEY_NAMES: [&str; KEY_COUNT] = [
@@ -99,8 +100,9 @@ const KEY_NAMES: [&str; KEY_COUNT] = [
     "host",
     "groupid",
     "approver",
+    "sign_in",
 ];
-const KEY_COUNT: usize = 34;
+const KEY_COUNT: usize = 35;
 
 /// The last converted value of each repeating part, per thread.
 #[derive(Default)]
@@ -193,7 +195,7 @@ pub(crate) fn input_value(input: &PolicyInput) -> Value {
         doc = doc.set(Key::Targets, targets_value(s, targets));
     }
     if let Some(approver) = &input.approver {
-        doc = doc.set(Key::Approver, caller_value(s, approver));
+        doc = doc.set(Key::Approver, approver_value(s, approver));
     }
     doc.build()
 }
@@ -255,6 +257,16 @@ fn tool_value(s: &Strings, tool: &ToolInfo) -> Value {
 }
 
 fn caller_value(s: &Strings, caller: &CallerInfo) -> Value {
+    person(s, caller).build()
+}
+
+fn approver_value(s: &Strings, approver: &ApproverInfo) -> Value {
+    person(s, &approver.person)
+        .set(Key::SignIn, Value::from(approver.sign_in.as_str()))
+        .build()
+}
+
+fn person<'s>(s: &'s Strings, caller: &CallerInfo) -> Builder<'s> {
     Builder::new(s)
         .set(Key::Userid, text(&caller.userid))
         .set(Key::Username, text(&caller.username))
@@ -262,7 +274,6 @@ fn caller_value(s: &Strings, caller: &CallerInfo) -> Value {
         .set(Key::Roleid, text(&caller.roleid))
         .set(Key::Usrgrps, texts(&caller.usrgrps))
         .set(Key::TokenId, text(&caller.token_id))
-        .build()
 }
 
 fn client_value(s: &Strings, client: &ClientInfo) -> Value {
@@ -337,7 +348,9 @@ mod tests {
 
     use super::{input_value, json_value};
     use crate::policy::input::tests::sample_input;
-    use crate::policy::input::{ResourceInfo, TargetGroup, TargetHost, Targets, ToolKind};
+    use crate::policy::input::{
+        ApproverInfo, ResourceInfo, SignIn, TargetGroup, TargetHost, Targets, ToolKind,
+    };
 
     #[test]
     fn direct_conversion_equals_deserialization() {
@@ -374,7 +387,10 @@ mod tests {
         assert_eq!(input_value(&input), via_serde);
         input.resource = None;
         input.phase = crate::policy::input::Phase::Approve;
-        input.approver = Some(input.caller.clone());
+        input.approver = Some(ApproverInfo {
+            person: input.caller.clone(),
+            sign_in: SignIn::Password,
+        });
         let via_serde = regorus::Value::from(serde_json::to_value(&input).expect("json"));
         assert_eq!(input_value(&input), via_serde);
         input.approver = None;

@@ -50,7 +50,36 @@ pub struct PolicyInput {
     /// Only for phase `approve`: the person deciding on the approval page, resolved from
     /// their own sign-in; the rest of the document is the pending call's `call` input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approver: Option<CallerInfo>,
+    pub approver: Option<ApproverInfo>,
+}
+
+/// `input.approver`: the person's identity, as `input.caller` has it, and how they signed
+/// in to the approval page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApproverInfo {
+    #[serde(flatten)]
+    pub person: CallerInfo,
+    pub sign_in: SignIn,
+}
+
+/// How an approver signed in: a policy may take decisions only from a password sign-in
+/// (an API token can sit in a file an agent reads; a password is the person's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignIn {
+    /// Username and password, checked by Zabbix's `user.login`.
+    Password,
+    /// The person's own API token.
+    Token,
+}
+
+impl SignIn {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SignIn::Password => "password",
+            SignIn::Token => "token",
+        }
+    }
 }
 
 /// `input.tool`: always the plain (unprefixed) tool name, plus the exposed one.

@@ -32,8 +32,8 @@ pub(crate) use decision::new_decision_id;
 pub use decision::{Approval, Approvers, Decision, HistoryLimits, RateLimits};
 pub use engine::{PolicyEngine, PolicyStatus};
 pub use input::{
-    CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, TargetGroup,
-    TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
+    ApproverInfo, CallerInfo, ClientInfo, INPUT_VERSION, Phase, PolicyInput, ResourceInfo, SignIn,
+    TargetGroup, TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
 };
 pub use log::list::{HiddenTool, ListRecord};
 pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink};

@@ -108,6 +108,68 @@ async fn revoked(lab: Lab, user: zapi::TestUser, admins: String) {
     car.guard.stop().await;
 }
 
+/// `input.approver.sign_in` says how the person signed in, so a policy can take decisions
+/// only from a password (an API token can sit in a file an agent reads). The four_eyes
+/// example does with `approver_sign_in: ["password"]`: Admin signed in with their token is
+/// refused by the `approve` phase, and approves with their password.
+#[tokio::test]
+async fn a_policy_can_ask_approvers_for_their_password() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let dir = support::four_eyes();
+    std::fs::write(
+        dir.join("data.json"),
+        r#"{"four_eyes": {"approver_usrgrps": ["Zabbix administrators"], "approver_sign_in": ["password"]}}"#,
+    )
+    .unwrap();
+    let car = support::sidecar_with(Setup::page(&proxy), |c| c.policy_dir = Some(dir)).await;
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = open_event(&lab, &car.guard).await;
+    let args = ack_args(
+        &event,
+        &format!("password only {}", uuid::Uuid::new_v4().simple()),
+    );
+    let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
+
+    let by_token = PageClient::new(&car.page);
+    assert_eq!(by_token.sign_in_with_token(&lab.token).await.status, 303);
+    let refused = by_token.decide(&id, "approve").await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("approvers sign in with password here, not with token"),
+        "{}",
+        refused.body
+    );
+    let by_password = PageClient::new(&car.page);
+    assert_eq!(by_password.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(by_password.decide(&id, "approve").await.status, 200);
+    let done = common::call(&agent, TOOL, args).await;
+    assert_ne!(done.is_error, Some(true), "{:?}", done.content);
+    assert_eq!(acks(&recorder, &event), 1);
+
+    let ways: Vec<_> = common::decision_log_lines(&car.log)
+        .into_iter()
+        .filter(|l| l["input"]["phase"] == "approve")
+        .map(|l| {
+            (
+                l["input"]["approver"]["sign_in"].clone(),
+                l["result"]["allow"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ways,
+        [
+            (json!("token"), json!(false)),
+            (json!("password"), json!(true))
+        ],
+        "the approve phase as logged"
+    );
+    car.guard.stop().await;
+}
+
 async fn group_id(lab: &Lab, name: &str) -> String {
     let groups = zapi::admin(
         lab,

@@ -9,6 +9,10 @@
 # - Without data.four_eyes.approver_usrgrps (no data.json, an empty or malformed list),
 #   every call is denied with a reason, as in every shipped example: a half-installed
 #   policy fails closed, and no approver is guessed.
+# - data.four_eyes.approver_sign_in (optional; default ["password", "token"]) says how an
+#   approver may have signed in to the page: ["password"] takes decisions only from a
+#   password sign-in, since an API token can sit in a file an agent reads. Anything but a
+#   non-empty list of "password" and "token" denies every call.
 package zabbix.mcp
 
 import rego.v1
@@ -30,7 +34,20 @@ approver_usrgrps := configured_usrgrps if {
 	}
 }
 
-configured if approver_usrgrps
+configured_sign_in := object.get(config, "approver_sign_in", ["password", "token"])
+
+approver_sign_in := configured_sign_in if {
+	is_array(configured_sign_in)
+	count(configured_sign_in) > 0
+	every way in configured_sign_in {
+		way in {"password", "token"}
+	}
+}
+
+configured if {
+	approver_usrgrps
+	approver_sign_in
+}
 
 is_write := input.tool.kind == "write"
 
@@ -42,7 +59,11 @@ deny contains msg if {
 deny contains "policy input has no version" if not input.version
 
 deny contains "policy data missing: data.four_eyes.approver_usrgrps must be a non-empty list of user group names" if {
-	not configured
+	not approver_usrgrps
+}
+
+deny contains `policy data malformed: data.four_eyes.approver_sign_in must be a non-empty list of "password" and "token"` if {
+	not approver_sign_in
 }
 
 deny contains "four eyes: the approve phase needs an approver" if {
@@ -60,6 +81,13 @@ deny contains msg if {
 	input.approver
 	not approver_in_group
 	msg := sprintf("four eyes: the approver is in none of %v", [approver_usrgrps])
+}
+
+deny contains msg if {
+	input.phase == "approve"
+	input.approver
+	not input.approver.sign_in in approver_sign_in
+	msg := sprintf("four eyes: approvers sign in with %v here, not with %v", [concat(" or ", approver_sign_in), input.approver.sign_in])
 }
 
 approver_in_group if {

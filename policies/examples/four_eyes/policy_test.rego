@@ -6,13 +6,15 @@ import data.zabbix.mcp
 
 operator := {
 	"userid": "7", "username": "mcp-operator", "type": 1, "roleid": "1",
-	"usrgrps": ["Operators"], "token_id": "0f0f0f0f0f0f0f0f",
+	"usrgrps": ["Operators"], "token_id": "0f0f0f0f0f0f0f0f", "sign_in": "password",
 }
 
 admin := {
 	"userid": "1", "username": "Admin", "type": 3, "roleid": "3",
-	"usrgrps": ["Zabbix administrators"], "token_id": "",
+	"usrgrps": ["Zabbix administrators"], "token_id": "", "sign_in": "password",
 }
+
+admin_by_token := object.union(admin, {"sign_in": "token", "token_id": "0a0a0a0a0a0a0a0a"})
 
 problem_ack := {
 	"name": "problem_acknowledge", "exposed_name": "problem_acknowledge", "kind": "write",
@@ -93,4 +95,25 @@ test_without_data_reads_are_denied_too if {
 test_unknown_input_version_denied if {
 	d := mcp.decision with input as object.union(call(problem_ack, operator), {"version": 2})
 	d.allow == false
+}
+
+test_a_token_sign_in_approves_by_default if {
+	d := mcp.decision with input as approve(operator, admin_by_token)
+	d.allow == true
+}
+
+test_password_only_refuses_a_token_sign_in if {
+	only := {"approver_usrgrps": ["Zabbix administrators"], "approver_sign_in": ["password"]}
+	d := mcp.decision with input as approve(operator, admin_by_token) with data.four_eyes as only
+	d.allow == false
+	d.reasons == {`four eyes: approvers sign in with password here, not with token`}
+	e := mcp.decision with input as approve(operator, admin) with data.four_eyes as only
+	e.allow == true
+}
+
+test_malformed_sign_in_denies_every_call if {
+	every bad in [[], "password", ["password", "magic"], [1]] {
+		d := mcp.decision with input as call(host_get, operator) with data.four_eyes as {"approver_usrgrps": ["Zabbix administrators"], "approver_sign_in": bad}
+		d.allow == false
+	}
 }
