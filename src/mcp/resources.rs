@@ -200,15 +200,13 @@ fn about(app: &App, caller: &Caller, subject: &Subject, tools: &ToolList) -> Val
             "token_id": caller.token_id,
         },
         "tools": offered,
+        // Which set decides, to match against the decision log; not where it lives, its
+        // mode or why a reload failed (a compile error quotes the policy's own text): the
+        // agent reading this is who the policy holds to, and /readyz tells operators.
         "policy": {
             "source": status.source.kind(),
-            "dir": status.source.dir().map(|d| d.display().to_string()),
-            "mode": status.mode.as_str(),
             "revision": status.revision,
             "loaded": status.loaded,
-            "last_error": status.last_error,
-            "reloads_ok": status.reloads_ok,
-            "reloads_failed": status.reloads_failed,
         },
     })
 }

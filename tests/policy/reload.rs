@@ -72,6 +72,24 @@ async fn a_recursive_set_is_refused_and_the_running_one_stays() {
     );
     assert_eq!(body["status"], "ready", "{body}");
     read(&client, "host_get", json!({"limit": 1})).await;
+    // The agent is told which set decides, not the policy's text, place or mode.
+    let about = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "zabbix://about",
+        ))
+        .await
+        .unwrap();
+    let text = match &about.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let about: Value = serde_json::from_str(&text).unwrap();
+    let mut keys: Vec<_> = about["policy"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["loaded", "revision", "source"], "{about}");
+    for secret in ["recursive", "b if a", &dir.display().to_string()] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
     guard.stop().await;
 }
 
