@@ -255,3 +255,99 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     assert!(text.contains("dropped=0"), "{text}");
     let _ = client.cancel().await;
 }
+
+/// No change reaches Zabbix without its decision in the log. A decision log file that is a
+/// FIFO whose reader stopped reading (a log shipper that hung) fills the pipe, then the
+/// writer's queue; from then on a write is refused as `overloaded` and nothing is sent,
+/// while reads go on (their lines counted as dropped). Once the reader drains the pipe,
+/// writes go through again.
+#[tokio::test]
+async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = common::recorder::start(&lab.url).await;
+    let fifo = temp_path("stuck.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Held open read-write (which never blocks on Linux) and never read: the stuck reader.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let dir = policy_dir(
+        "package zabbix.mcp\nimport rego.v1\n\
+         decision := {\"allow\": false, \"reasons\": [\"host_get is switched off\"]} if {\n\
+         \tinput.tool.name == \"host_get\"\n\tinput.phase == \"call\"\n\
+         } else := {\"allow\": true, \"reasons\": []}\n",
+    );
+    let mut config = config_for(&proxy);
+    config.policy_dir = Some(dir);
+    config.decision_log = DecisionLogSink::File(fifo.clone());
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let event =
+        common::read(&client, "problem_get", json!({"limit": 1})).await["results"][0]["eventid"]
+            .as_str()
+            .expect("an open problem in the lab")
+            .to_owned();
+    let ack = |n: u32| json!({"eventids": [event], "message": format!("unlogged? {n}")});
+
+    // Denied reads, one line each and nothing asked of Zabbix, from eight clients at once
+    // until lines are dropped (the queue holds 8192).
+    let mut flood = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let app = guard.app().clone();
+        let client = common::client(&guard, &lab.token).await;
+        flood.spawn(async move {
+            for _ in 0..5000 {
+                if app.decisions.dropped() > 0 {
+                    return true;
+                }
+                common::call(&client, "host_get", json!({"limit": 1})).await;
+            }
+            false
+        });
+    }
+    while let Some(filled) = flood.join_next().await {
+        assert!(filled.unwrap(), "the decision log's queue never filled");
+    }
+    let refused = common::tool_error(&client, "problem_acknowledge", ack(1)).await;
+    assert_eq!(refused["code"], "overloaded", "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("decision log is not keeping up"),
+        "{refused}"
+    );
+    let sent = |recorder: &common::recorder::Recorder| {
+        recorder
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b.contains("event.acknowledge"))
+            .count()
+    };
+    assert_eq!(sent(&recorder), 0, "nothing was sent to Zabbix");
+    common::read(&client, "problem_get", json!({"limit": 1})).await;
+
+    // The reader drains the pipe: the queue empties and writes are taken again.
+    std::thread::spawn(move || std::io::copy(&mut &reader, &mut std::io::sink()));
+    let mut n = 1;
+    common::wait_until(
+        "a write to go through again",
+        Duration::from_secs(60),
+        async || {
+            n += 1;
+            common::call(&client, "problem_acknowledge", ack(n))
+                .await
+                .is_error
+                != Some(true)
+        },
+    )
+    .await;
+    assert_eq!(sent(&recorder), 1);
+    guard.stop().await;
+}

@@ -126,8 +126,15 @@ pub(crate) async fn decide(
     }
     let input = approve_input(record, approver, session);
     let decision = app.policy.decide(&input);
-    app.decisions.record(&decision, &input);
+    let logged = app.decisions.record(&decision, &input);
     app.metrics.policy_decision(Phase::Approve, &decision);
+    if !logged {
+        // As for a write: nothing is decided that the log cannot hold.
+        return Ok(Decided::Refused(
+            "The decision log is not keeping up, so nothing was decided; try again in a moment."
+                .into(),
+        ));
+    }
     // Dry-run lets calls through, but never makes a person an approver the policy refuses.
     if !decision.allow || decision.dry_run_would_deny {
         let reason = format!(

@@ -85,6 +85,12 @@ pub enum ToolError {
     Store(#[from] StoreError),
     #[error(transparent)]
     RateLimited(#[from] crate::ratelimit::RateLimitError),
+    /// A write's decision could not be queued for the decision log: its destination is
+    /// not keeping up, and no change goes to Zabbix unlogged.
+    #[error(
+        "the decision log is not keeping up (its destination is slow or stuck), and no write is sent without its decision logged; try again later; nothing was sent to Zabbix"
+    )]
+    Unlogged,
 }
 
 /// How a request refused before MCP is answered over HTTP.
@@ -125,7 +131,7 @@ impl ToolError {
             ToolError::ApprovalExpired => "approval_expired",
             // Limits, not failures: the caller may retry later.
             ToolError::Store(StoreError::CallerFull { .. }) => "rate_limited",
-            ToolError::Store(StoreError::Full) => "overloaded",
+            ToolError::Store(StoreError::Full) | ToolError::Unlogged => "overloaded",
             ToolError::Store(_) => INTERNAL,
             ToolError::RateLimited(r) => match r.scope() {
                 Some(_) => "rate_limited",

@@ -155,7 +155,15 @@ pub fn decide(
     resource: Option<ResourceInfo>,
 ) -> Decision {
     let (decision, input) = evaluate(app, subject, phase, def, exposed_name, arguments, resource);
-    record(app, def, decision, &input)
+    record(app, def, decision, &input).0
+}
+
+/// A call's decision, the input it was taken on, and whether its line is on its way to
+/// the decision log (false when the log's queue is full: its destination is not keeping up).
+pub struct CallDecision {
+    pub decision: Decision,
+    pub input: PolicyInput,
+    pub logged: bool,
 }
 
 /// Decides a tool call on the arguments that will be sent, and returns the input it was
@@ -170,7 +178,7 @@ pub async fn decide_call(
     call: &Call<'_>,
     arguments: &mut Arguments,
     now: i64,
-) -> (Decision, PolicyInput) {
+) -> CallDecision {
     let Call {
         def,
         subject,
@@ -195,10 +203,13 @@ pub async fn decide_call(
                 let message = crate::display::escape_text(&error.to_string());
                 tracing::info!(gen_ai.tool.name = def.name, error = %message, "targets not resolved");
                 let input = input(subject, Phase::Call, def, exposed_name, arguments.0.clone());
-                return (
-                    record(app, def, Decision::deny(error.to_string()), &input),
+                let (decision, logged) =
+                    record(app, def, Decision::deny(error.to_string()), &input);
+                return CallDecision {
+                    decision,
                     input,
-                );
+                    logged,
+                };
             }
         },
     };
@@ -214,7 +225,12 @@ pub async fn decide_call(
         } else {
             first
         };
-    (record(app, def, decision, &input), input)
+    let (decision, logged) = record(app, def, decision, &input);
+    CallDecision {
+        decision,
+        input,
+        logged,
+    }
 }
 
 /// A call the sidecar refused before asking the policy (a write over its configured
@@ -282,8 +298,8 @@ fn input(
     input
 }
 
-fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> Decision {
-    app.decisions.record(&decision, input);
+fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> (Decision, bool) {
+    let logged = app.decisions.record(&decision, input);
     app.metrics.policy_decision(input.phase, &decision);
     if !decision.allow || decision.dry_run_would_deny {
         tracing::info!(
@@ -294,7 +310,7 @@ fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> 
             "policy denied"
         );
     }
-    decision
+    (decision, logged)
 }
 
 /// The caller's limits as the decision sets them; what it leaves out keeps the defaults.

@@ -172,12 +172,22 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     } else {
         None
     };
-    let (decision, input) = gate::decide_call(app, &call, &mut arguments, now).await;
+    let gate::CallDecision {
+        decision,
+        input,
+        logged,
+    } = gate::decide_call(app, &call, &mut arguments, now).await;
     let id = decision.decision_id.as_str();
     crate::server::hangup::decided(call.context, id);
     if !decision.allow {
         let reasons = decision.reasons.clone();
         return failed(app, def, ToolError::Denied { reasons }, Some(id)).into();
+    }
+    // Fails closed: no change reaches Zabbix without its decision in the log. Reads go on,
+    // their lines counted as dropped.
+    if !logged && def.is_write() {
+        tracing::warn!(decision_id = %id, gen_ai.tool.name = def.name, "write refused: its decision could not be logged");
+        return failed(app, def, ToolError::Unlogged, Some(id)).into();
     }
     // Held until the call ends: its concurrency slot.
     let taken = configured.is_some();

@@ -182,10 +182,12 @@ impl DecisionLog {
         })
     }
 
-    /// Logs a decision and the input it was made on.
-    pub fn record(&self, decision: &Decision, input: &PolicyInput) {
+    /// Logs a decision and the input it was made on. Whether its line is on its way:
+    /// false when the queue was full (the destination is not keeping up) or the line could
+    /// not be made; true without a decision log.
+    pub fn record(&self, decision: &Decision, input: &PolicyInput) -> bool {
         let Some(writer) = &self.inner.writer else {
-            return;
+            return true;
         };
         let result = (decision.raw != regorus::Value::Undefined).then_some(RegoJson(&decision.raw));
         let decision_part = Effective {
@@ -235,7 +237,7 @@ impl DecisionLog {
                 labels,
             })
         };
-        self.send(writer, line);
+        self.send(writer, line)
     }
 
     /// Logs a later event of the call `decision_id`: `event` is e.g. `approval` or
@@ -291,11 +293,11 @@ impl DecisionLog {
         self.inner.writer.as_ref().map_or(0, |w| read(w.counters()))
     }
 
-    fn send(&self, writer: &Writer, line: Result<Vec<u8>, serde_json::Error>) {
+    fn send(&self, writer: &Writer, line: Result<Vec<u8>, serde_json::Error>) -> bool {
         match line {
             Ok(mut buf) => {
                 buf.push(b'\n');
-                writer.send(buf);
+                writer.send(buf)
             }
             Err(error) => {
                 writer
@@ -303,6 +305,7 @@ impl DecisionLog {
                     .write_errors
                     .fetch_add(1, Ordering::Relaxed);
                 tracing::error!(%error, "decision log line lost: it does not serialize");
+                false
             }
         }
     }

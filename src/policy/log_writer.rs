@@ -145,18 +145,23 @@ impl Writer {
     }
 
     /// Queues one finished line (ending in `\n`); never blocks. A full queue drops it
-    /// and counts it.
-    pub(crate) fn send(&self, line: Vec<u8>) {
+    /// and counts it. Whether the line was queued.
+    pub(crate) fn send(&self, line: Vec<u8>) -> bool {
         match self.tx.try_send(Message::Line(line)) {
             // Unparking a thread that is not parked is one atomic swap.
-            Ok(()) if self.tx.len() >= self.wake_at => self.thread.unpark(),
-            Ok(()) => {}
+            Ok(()) if self.tx.len() >= self.wake_at => {
+                self.thread.unpark();
+                true
+            }
+            Ok(()) => true,
             Err(TrySendError::Full(_)) => {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                false
             }
             // The writer thread is gone (it panicked): nothing can write this line.
             Err(TrySendError::Disconnected(_)) => {
                 self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+                false
             }
         }
     }
