@@ -51,6 +51,37 @@ async fn refused_for(lab: Lab, token: String) {
     guard.stop().await;
 }
 
+/// Zabbix 7.0 lets a user be in no group, and their token works there; the sidecar refuses
+/// it (a policy would see `usrgrps: []`) and says so, rather than that usergroup.get
+/// answered badly.
+#[tokio::test]
+async fn a_user_in_no_group_is_refused_as_such() {
+    let lab = common::lab(7);
+    let viewers = seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = TestUser::create(&lab, &viewers, &[]).await;
+    common::zapi::admin(
+        &lab,
+        "user.update",
+        serde_json::json!({"userid": user.userid, "usrgrps": []}),
+    )
+    .await;
+    let checked = tokio::spawn(refused_groupless(lab.clone(), user.token.clone())).await;
+    user.delete(&lab).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn refused_groupless(lab: Lab, token: String) {
+    let guard = start_with(config_for(&lab.url)).await;
+    let (status, body) = initialize(&guard.url, &token).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "identity_incomplete", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("in no user group"), "{message}");
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn a_usergroup_get_timeout_is_refused_and_not_cached() {
     let (url, stub) = common::stub::start_with(Duration::ZERO, Duration::from_secs(30), 1).await;

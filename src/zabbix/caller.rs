@@ -40,7 +40,7 @@ pub struct Identity {
     #[serde(rename = "type")]
     pub user_type: i64,
     pub roleid: String,
-    /// Names of the user's groups (never empty: every Zabbix user is in at least one).
+    /// Names of the user's groups (never empty: a user in none is refused).
     pub usrgrps: Vec<String>,
 }
 
@@ -320,17 +320,28 @@ async fn lookup(client: &ZabbixClient, token: &ApiToken) -> Result<Arc<Identity>
     }))
 }
 
+/// What an empty `usergroup.get` answer is refused as: Zabbix 7.0 lets a user be in no
+/// group and their token works, yet a policy would see `usrgrps: []`, which every deny list by
+/// group misses. Named as such, so that no one looks for a missing permission.
+const NO_GROUP: &str =
+    "group: the token's owner is in no user group, and a policy would see usrgrps: []";
+
 /// The names in a `usergroup.get` answer: a non-empty list of objects with a name each.
-/// Anything else (a user in no group is impossible in Zabbix) is an incomplete identity.
+/// Anything else is an incomplete identity.
 fn group_names(groups: &Value) -> Result<Vec<String>, CallerError> {
     let incomplete = CallerError::Incomplete {
         method: Method::UserGroupGet,
         field: "name",
     };
-    let list = groups.as_array().filter(|l| !l.is_empty());
-    let Some(list) = list else {
+    let Some(list) = groups.as_array() else {
         return Err(incomplete);
     };
+    if list.is_empty() {
+        return Err(CallerError::Incomplete {
+            method: Method::UserGroupGet,
+            field: NO_GROUP,
+        });
+    }
     list.iter()
         .map(|g| {
             g["name"]
@@ -370,6 +381,18 @@ mod tests {
                 "{partial}"
             );
         }
+    }
+
+    /// Zabbix 7.0 lets a user be in no group: refused, and named as such rather than as a
+    /// malformed answer (an operator would look for a missing usergroup.get permission).
+    #[test]
+    fn a_user_in_no_group_is_named_as_such() {
+        let text = group_names(&json!([])).unwrap_err().to_string();
+        assert!(text.contains("in no user group"), "{text}");
+        let text = group_names(&json!([{"usrgrpid": "7"}]))
+            .unwrap_err()
+            .to_string();
+        assert!(text.ends_with("without a valid name"), "{text}");
     }
 
     /// A Zabbix that does not answer is no verdict on a token: what waits for its rejection
