@@ -292,3 +292,21 @@ async fn a_dual_stack_listener_tells_the_policy_the_ipv4_address() {
     client.cancel().await.ok();
     guard.stop().await;
 }
+
+/// An `AllowedIP` entry in the IPv4-mapped form admits the IPv4 peer it names; before, it
+/// admitted no one (peers are compared as IPv4), and `-T` took it silently.
+#[tokio::test]
+async fn an_allowed_ip_in_the_mapped_form_admits_its_ipv4_peer() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.listen_ip = vec!["::".parse().unwrap()];
+    config.allowed_ip = vec!["::ffff:127.0.0.1/128".parse().unwrap()];
+    config.allowed_ip_raw = "::ffff:127.0.0.1".to_owned();
+    let mut guard = start_with(config).await;
+    let port = guard.base.rsplit(':').next().unwrap().to_owned();
+    guard.url = format!("http://127.0.0.1:{port}/mcp");
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "hostgroup_get", json!({"limit": 1})).await;
+    client.cancel().await.ok();
+    guard.stop().await;
+}
