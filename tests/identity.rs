@@ -104,6 +104,24 @@ async fn a_usergroup_get_timeout_is_refused_and_not_cached() {
     guard.stop().await;
 }
 
+/// What a token keeps open (a session, a listen stream) is looked at again through
+/// `refusal`: a usergroup.get that times out is no verdict on the token and ends nothing.
+/// Before, it was taken for a refusal, and a Zabbix slow for one sweep closed every session
+/// and stream of the token.
+#[tokio::test]
+async fn a_usergroup_get_timeout_ends_nothing_a_token_keeps_open() {
+    let (url, stub) = common::stub::start_with(Duration::ZERO, Duration::from_secs(30), 1).await;
+    let mut config = config_for(&url);
+    config.timeout = Duration::from_secs(1);
+    let guard = start_with(config).await;
+    let app = guard.app();
+    let token = ApiToken::new("stub-token".to_owned());
+    let verdict = app.callers.refusal(&app.zabbix, &token).await;
+    assert_eq!(stub.group_calls.load(Ordering::SeqCst), 1, "the slow call");
+    assert!(verdict.is_none(), "{verdict:?}");
+    guard.stop().await;
+}
+
 /// The guard's `/metrics` text.
 async fn metrics(guard: &common::Guard) -> String {
     let response = reqwest::get(format!("{}/metrics", guard.base)).await;

@@ -183,10 +183,17 @@ impl CallerResolver {
 
     /// Zabbix's refusal of `token`, if it refuses it now; `None` when it is accepted or
     /// Zabbix does not answer (no verdict), for what a token keeps open after its request
-    /// was let in (a listen stream, a session).
+    /// was let in (a listen stream, a session). Groups left unread for want of an answer
+    /// (a timeout, a lost answer, all Zabbix slots busy) are no verdict either: they ended
+    /// every session and stream of the token; a role that denies `usergroup.get` is one.
     pub async fn refusal(&self, client: &ZabbixClient, token: &ApiToken) -> Option<CallerError> {
         match self.resolve(client, token).await {
             Ok(_) | Err(CallerError::Upstream(_)) => None,
+            Err(CallerError::GroupsUnavailable(error))
+                if !matches!(error, ZabbixError::Api { .. }) =>
+            {
+                None
+            }
             Err(refused) => Some(refused),
         }
     }
