@@ -51,6 +51,37 @@ async fn refused_for(lab: Lab, token: String) {
     guard.stop().await;
 }
 
+/// Zabbix 7.0 lets a user be in no group, and their token works there; the sidecar refuses
+/// it (a policy would see `usrgrps: []`) and says so, rather than that usergroup.get
+/// answered badly.
+#[tokio::test]
+async fn a_user_in_no_group_is_refused_as_such() {
+    let lab = common::lab(7);
+    let viewers = seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = TestUser::create(&lab, &viewers, &[]).await;
+    common::zapi::admin(
+        &lab,
+        "user.update",
+        serde_json::json!({"userid": user.userid, "usrgrps": []}),
+    )
+    .await;
+    let checked = tokio::spawn(refused_groupless(lab.clone(), user.token.clone())).await;
+    user.delete(&lab).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn refused_groupless(lab: Lab, token: String) {
+    let guard = start_with(config_for(&lab.url)).await;
+    let (status, body) = initialize(&guard.url, &token).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "identity_incomplete", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("in no user group"), "{message}");
+    guard.stop().await;
+}
+
 #[tokio::test]
 async fn a_usergroup_get_timeout_is_refused_and_not_cached() {
     let (url, stub) = common::stub::start_with(Duration::ZERO, Duration::from_secs(30), 1).await;
@@ -70,6 +101,24 @@ async fn a_usergroup_get_timeout_is_refused_and_not_cached() {
     let (status, body) = initialize(&guard.url, "stub-token").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(stub.group_calls.load(Ordering::SeqCst), 2);
+    guard.stop().await;
+}
+
+/// What a token keeps open (a session, a listen stream) is looked at again through
+/// `refusal`: a usergroup.get that times out is no verdict on the token and ends nothing.
+/// Before, it was taken for a refusal, and a Zabbix slow for one sweep closed every session
+/// and stream of the token.
+#[tokio::test]
+async fn a_usergroup_get_timeout_ends_nothing_a_token_keeps_open() {
+    let (url, stub) = common::stub::start_with(Duration::ZERO, Duration::from_secs(30), 1).await;
+    let mut config = config_for(&url);
+    config.timeout = Duration::from_secs(1);
+    let guard = start_with(config).await;
+    let app = guard.app();
+    let token = ApiToken::new("stub-token".to_owned());
+    let verdict = app.callers.refusal(&app.zabbix, &token).await;
+    assert_eq!(stub.group_calls.load(Ordering::SeqCst), 1, "the slow call");
+    assert!(verdict.is_none(), "{verdict:?}");
     guard.stop().await;
 }
 

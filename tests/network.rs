@@ -263,3 +263,50 @@ async fn stateful_shutdown_does_not_wait_for_idle_sessions() {
     );
     drop(client);
 }
+
+/// A sidecar listening on `::` takes IPv4 clients as IPv4-mapped IPv6 peers; the policy,
+/// the decision log and `AllowedIP` see them as the IPv4 address they are. Before, a rule
+/// on `input.client.address == "127.0.0.1"` (or a CIDR of IPv4) did not match them.
+#[tokio::test]
+async fn a_dual_stack_listener_tells_the_policy_the_ipv4_address() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.listen_ip = vec!["::".parse().unwrap()];
+    config.allowed_ip = vec!["127.0.0.0/8".parse().unwrap()];
+    config.allowed_ip_raw = "127.0.0.0/8".to_owned();
+    let zabbix_mcp_guard::config::DecisionLogSink::File(log) = config.decision_log.clone() else {
+        panic!("config_for logs to a file");
+    };
+    let mut guard = start_with(config).await;
+    let port = guard.base.rsplit(':').next().unwrap().to_owned();
+    guard.url = format!("http://127.0.0.1:{port}/mcp");
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "hostgroup_get", json!({"limit": 1})).await;
+    let lines = common::decision_log_lines(&log);
+    let addresses: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["input"]["client"]["address"].as_str())
+        .collect();
+    assert!(!addresses.is_empty(), "{lines:?}");
+    assert!(addresses.iter().all(|a| *a == "127.0.0.1"), "{addresses:?}");
+    client.cancel().await.ok();
+    guard.stop().await;
+}
+
+/// An `AllowedIP` entry in the IPv4-mapped form admits the IPv4 peer it names; before, it
+/// admitted no one (peers are compared as IPv4), and `-T` took it silently.
+#[tokio::test]
+async fn an_allowed_ip_in_the_mapped_form_admits_its_ipv4_peer() {
+    let lab = common::lab(7);
+    let mut config = config_for(&lab.url);
+    config.listen_ip = vec!["::".parse().unwrap()];
+    config.allowed_ip = vec!["::ffff:127.0.0.1/128".parse().unwrap()];
+    config.allowed_ip_raw = "::ffff:127.0.0.1".to_owned();
+    let mut guard = start_with(config).await;
+    let port = guard.base.rsplit(':').next().unwrap().to_owned();
+    guard.url = format!("http://127.0.0.1:{port}/mcp");
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "hostgroup_get", json!({"limit": 1})).await;
+    client.cancel().await.ok();
+    guard.stop().await;
+}

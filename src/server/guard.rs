@@ -158,13 +158,25 @@ fn host_of(authority: &str) -> &str {
     }
 }
 
-/// Whether `AllowedIP` admits this peer. IPv4-mapped IPv6 peers match IPv4 entries.
+/// Whether `AllowedIP` admits this peer. IPv4-mapped IPv6 peers match IPv4 entries, and
+/// IPv4 peers match entries written in the mapped form (`::ffff:10.0.0.0/104`).
 pub fn peer_allowed(allowed: &[IpNet], peer: IpAddr) -> bool {
-    let peer = match peer {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(peer),
-        v4 => v4,
+    let peer = peer.to_canonical();
+    allowed
+        .iter()
+        .any(|net| net.contains(&peer) || as_ipv4(net).is_some_and(|v4| v4.contains(&peer)))
+}
+
+/// The IPv4 net an entry in the IPv4-mapped form names (`::ffff:a.b.c.d/n`, n ≥ 96). Peers
+/// are IPv4 from accept on, so such an entry matched no one (`-T` took it silently). A
+/// shorter prefix (`::/0`) names IPv6 space, and admits no IPv4 peer, as before.
+fn as_ipv4(net: &IpNet) -> Option<IpNet> {
+    let IpNet::V6(v6) = net else {
+        return None;
     };
-    allowed.iter().any(|net| net.contains(&peer))
+    let v4 = v6.addr().to_ipv4_mapped()?;
+    let len = v6.prefix_len().checked_sub(96)?;
+    ipnet::Ipv4Net::new(v4, len).ok().map(IpNet::V4)
 }
 
 /// The Bearer token of a request, if it has a well-formed one.
@@ -290,6 +302,25 @@ mod tests {
         assert!(peer_allowed(&nets, "10.1.2.3".parse().unwrap()));
         let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
         assert!(peer_allowed(&nets, mapped));
+    }
+
+    /// An entry in the IPv4-mapped form names IPv4 peers; one outside `::ffff:0:0/96`
+    /// (`::/0`) names none of them.
+    #[test]
+    fn mapped_entries_admit_their_ipv4_peers() {
+        let nets = vec![
+            "::ffff:10.0.0.0/104".parse().unwrap(),
+            "::ffff:127.0.0.1/128".parse().unwrap(),
+        ];
+        for admitted in ["10.1.2.3", "::ffff:10.1.2.3", "127.0.0.1"] {
+            assert!(peer_allowed(&nets, admitted.parse().unwrap()), "{admitted}");
+        }
+        for refused in ["11.0.0.1", "127.0.0.2", "::1", "fd00::1"] {
+            assert!(!peer_allowed(&nets, refused.parse().unwrap()), "{refused}");
+        }
+        let any_v6 = vec!["::/0".parse().unwrap()];
+        assert!(!peer_allowed(&any_v6, "10.1.2.3".parse().unwrap()));
+        assert!(peer_allowed(&any_v6, "fd00::1".parse().unwrap()));
     }
 
     #[test]

@@ -400,8 +400,12 @@ pub(crate) async fn serve_listener(listener: TcpListener, spec: Listener) {
                 }
             },
         };
-        if !allowed.admits(peer.ip()) {
-            tracing::info!(listener = name, client.address = %peer.ip(), "connection refused: not an allowed IP");
+        // A listener on `::` takes IPv4 connections as `::ffff:a.b.c.d`: the address is the
+        // IPv4 one from here on (AllowedIP, the lockout, logs, the policy's
+        // `client.address`), so a rule written for `10.1.2.3` also sees it as such.
+        let peer = peer.ip().to_canonical();
+        if !allowed.admits(peer) {
+            tracing::info!(listener = name, client.address = %peer, "connection refused: not an allowed IP");
             drop(stream);
             continue;
         }
@@ -409,12 +413,12 @@ pub(crate) async fn serve_listener(listener: TcpListener, spec: Listener) {
         // while a queued one would hold a socket and a kernel backlog slot for nothing.
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             app.refused_connections.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(listener = name, client.address = %peer.ip(), "connection refused: MaxConnections reached");
+            tracing::debug!(listener = name, client.address = %peer, "connection refused: MaxConnections reached");
             drop(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
-        conn::spawn(stream, peer.ip(), &ctx, permit);
+        conn::spawn(stream, peer, &ctx, permit);
     }
     drop(listener);
     ctx.tracker.close();

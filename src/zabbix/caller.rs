@@ -40,7 +40,7 @@ pub struct Identity {
     #[serde(rename = "type")]
     pub user_type: i64,
     pub roleid: String,
-    /// Names of the user's groups (never empty: every Zabbix user is in at least one).
+    /// Names of the user's groups (never empty: a user in none is refused).
     pub usrgrps: Vec<String>,
 }
 
@@ -183,10 +183,17 @@ impl CallerResolver {
 
     /// Zabbix's refusal of `token`, if it refuses it now; `None` when it is accepted or
     /// Zabbix does not answer (no verdict), for what a token keeps open after its request
-    /// was let in (a listen stream, a session).
+    /// was let in (a listen stream, a session). Groups left unread for want of an answer
+    /// (a timeout, a lost answer, all Zabbix slots busy) are no verdict either: they ended
+    /// every session and stream of the token; a role that denies `usergroup.get` is one.
     pub async fn refusal(&self, client: &ZabbixClient, token: &ApiToken) -> Option<CallerError> {
         match self.resolve(client, token).await {
             Ok(_) | Err(CallerError::Upstream(_)) => None,
+            Err(CallerError::GroupsUnavailable(error))
+                if !matches!(error, ZabbixError::Api { .. }) =>
+            {
+                None
+            }
             Err(refused) => Some(refused),
         }
     }
@@ -320,17 +327,28 @@ async fn lookup(client: &ZabbixClient, token: &ApiToken) -> Result<Arc<Identity>
     }))
 }
 
+/// What an empty `usergroup.get` answer is refused as: Zabbix 7.0 lets a user be in no
+/// group and their token works, yet a policy would see `usrgrps: []`, which every deny list by
+/// group misses. Named as such, so that no one looks for a missing permission.
+const NO_GROUP: &str =
+    "group: the token's owner is in no user group, and a policy would see usrgrps: []";
+
 /// The names in a `usergroup.get` answer: a non-empty list of objects with a name each.
-/// Anything else (a user in no group is impossible in Zabbix) is an incomplete identity.
+/// Anything else is an incomplete identity.
 fn group_names(groups: &Value) -> Result<Vec<String>, CallerError> {
     let incomplete = CallerError::Incomplete {
         method: Method::UserGroupGet,
         field: "name",
     };
-    let list = groups.as_array().filter(|l| !l.is_empty());
-    let Some(list) = list else {
+    let Some(list) = groups.as_array() else {
         return Err(incomplete);
     };
+    if list.is_empty() {
+        return Err(CallerError::Incomplete {
+            method: Method::UserGroupGet,
+            field: NO_GROUP,
+        });
+    }
     list.iter()
         .map(|g| {
             g["name"]
@@ -370,6 +388,18 @@ mod tests {
                 "{partial}"
             );
         }
+    }
+
+    /// Zabbix 7.0 lets a user be in no group: refused, and named as such rather than as a
+    /// malformed answer (an operator would look for a missing usergroup.get permission).
+    #[test]
+    fn a_user_in_no_group_is_named_as_such() {
+        let text = group_names(&json!([])).unwrap_err().to_string();
+        assert!(text.contains("in no user group"), "{text}");
+        let text = group_names(&json!([{"usrgrpid": "7"}]))
+            .unwrap_err()
+            .to_string();
+        assert!(text.ends_with("without a valid name"), "{text}");
     }
 
     /// A Zabbix that does not answer is no verdict on a token: what waits for its rejection
