@@ -380,3 +380,40 @@ async fn another_requests_answer_is_never_taken() {
         "the out-of-step connection was not used again"
     );
 }
+
+/// A CA taken out of `TLSCAFile` is trusted no longer, on the connections made under it
+/// too: once the file is loaded again, a kept-open connection (HTTP/2, shared, or HTTP/1.1,
+/// idle) is not reused, and the next call connects anew and is refused, as a frontend whose
+/// certificate that CA signed must be. Before, the kept connection carried every call for
+/// as long as it stayed open (an HTTP/2 one for good), under the CA the operator removed.
+#[tokio::test]
+async fn a_ca_removed_from_the_ca_file_no_longer_carries_calls() {
+    for alpn in [&b"h2"[..], &b"http/1.1"[..]] {
+        let (removed, kept) = (
+            common::tls::pki("connections-ca-removed"),
+            common::tls::pki("connections-ca-kept"),
+        );
+        let (url, seen) = tls_front(&removed, &[alpn]).await;
+        let ca_file = common::temp_path("ca.pem");
+        std::fs::write(&ca_file, &removed.ca_pem).unwrap();
+        let client = client(&url, Some(ca_file.clone()));
+        let watcher = client
+            .spawn_trust_watcher(Duration::from_millis(50))
+            .unwrap();
+        assert_eq!(read(&client).await["method"], "apiinfo.version");
+        std::fs::write(&ca_file, &kept.ca_pem).unwrap();
+        common::wait_until(
+            "the CA file loaded again",
+            Duration::from_secs(30),
+            async || client.trust_status().is_some_and(|s| s.reloads_ok >= 2),
+        )
+        .await;
+        let refused = client.call(Method::ApiInfoVersion, &json!({}), None).await;
+        let error = refused
+            .expect_err("the removed CA's certificate")
+            .to_string();
+        assert!(error.contains("UnknownIssuer"), "{alpn:?}: {error}");
+        assert_eq!(seen.requests().len(), 1, "{alpn:?}: {:?}", seen.requests());
+        watcher.abort();
+    }
+}

@@ -6,7 +6,8 @@
 //!   whole, unless the answer closes it (`Connection: close`, or HTTP/1.0 without
 //!   keep-alive). The most recently used is taken first, after hyper says it is still
 //!   ready; at most [`MAX_IDLE`] are kept, none used again after [`IDLE_TIMEOUT`]. An
-//!   HTTP/2 connection is shared by every call while it is open.
+//!   HTTP/2 connection is shared by every call while it is open. None is reused once
+//!   `TLSCAFile` was loaded anew since it was made.
 //! - Resending: hyper hands a request back when the connection closed before any of it
 //!   was written. Such a read is sent again on a new connection if the closed one was a
 //!   reused one (a frontend closing an idle connection as it is taken); a write never is,
@@ -101,11 +102,17 @@ struct Target {
     absolute: Uri,
 }
 
+/// The connections kept for reuse, each with the [`Trusted`] it was verified under.
 #[derive(Default)]
 struct Idle {
-    http1: Vec<(http1::SendRequest<Full<Bytes>>, Instant)>,
-    http2: Option<http2::SendRequest<Full<Bytes>>>,
+    http1: Vec<(http1::SendRequest<Full<Bytes>>, Instant, Trusted)>,
+    http2: Option<(http2::SendRequest<Full<Bytes>>, Trusted)>,
 }
+
+/// The load of `TLSCAFile` a connection's certificate was verified under
+/// ([`ZabbixTrust::generation`]; 0 for `http`). A connection of an older load is not reused:
+/// a CA taken out of the file is trusted no longer on connections it let in.
+type Trusted = u64;
 
 /// One connection's request side.
 enum Sender {
@@ -187,9 +194,12 @@ impl Connections {
     ) -> Result<(StatusCode, Bytes), ConnectionError> {
         let mut reused = self.checkout().await;
         loop {
-            let (mut sender, was_reused) = match reused.take() {
-                Some(sender) => (sender, true),
-                None => (self.connect().await?, false),
+            let (mut sender, was_reused, trusted) = match reused.take() {
+                Some((sender, trusted)) => (sender, true, trusted),
+                None => {
+                    let (sender, trusted) = self.connect().await?;
+                    (sender, false, trusted)
+                }
             };
             let request = self.request(&sender, body.clone(), authorization.clone());
             let response = match sender.try_send(request).await {
@@ -221,7 +231,7 @@ impl Connections {
                 })?
                 .to_bytes();
             if keep {
-                self.checkin(sender);
+                self.checkin(sender, trusted);
             }
             return Ok((status, body));
         }
@@ -257,27 +267,31 @@ impl Connections {
         request
     }
 
-    /// An idle connection that is still open, most recently used first.
-    async fn checkout(&self) -> Option<Sender> {
+    /// An idle connection that is still open and verified under the trust loaded now, most
+    /// recently used first.
+    async fn checkout(&self) -> Option<(Sender, Trusted)> {
         loop {
+            let trusted = self.trusted();
             let candidate = {
                 let mut idle = self.lock();
                 match &idle.http2 {
-                    Some(shared) if !shared.is_closed() => Some(Sender::Http2(shared.clone())),
+                    Some((shared, made)) if !shared.is_closed() && *made == trusted => {
+                        Some(Sender::Http2(shared.clone()))
+                    }
                     _ => {
                         idle.http2 = None;
                         let fresh_since = Instant::now().checked_sub(IDLE_TIMEOUT);
                         // Expired ones are dropped, which closes them.
-                        idle.http1.retain(|(sender, since)| {
-                            !sender.is_closed() && Some(*since) > fresh_since
+                        idle.http1.retain(|(sender, since, made)| {
+                            !sender.is_closed() && Some(*since) > fresh_since && *made == trusted
                         });
-                        idle.http1.pop().map(|(sender, _)| Sender::Http1(sender))
+                        idle.http1.pop().map(|(sender, _, _)| Sender::Http1(sender))
                     }
                 }
             };
             let mut sender = candidate?;
             if sender.ready().await {
-                return Some(sender);
+                return Some((sender, trusted));
             }
             if let Sender::Http2(_) = sender {
                 // Closed under us: the next call makes a new one.
@@ -294,12 +308,12 @@ impl Connections {
         idle.http2 = None;
     }
 
-    fn checkin(&self, sender: Sender) {
+    fn checkin(&self, sender: Sender, trusted: Trusted) {
         match sender {
             Sender::Http1(sender) => {
                 let mut idle = self.lock();
                 if idle.http1.len() < MAX_IDLE {
-                    idle.http1.push((sender, Instant::now()));
+                    idle.http1.push((sender, Instant::now(), trusted));
                 }
             }
             // Shared while open: kept from its handshake on.
@@ -307,8 +321,15 @@ impl Connections {
         }
     }
 
-    /// A new connection, HTTP/2 if TLS's ALPN chose it.
-    async fn connect(&self) -> Result<Sender, ConnectionError> {
+    /// The trust a connection made now is verified under.
+    fn trusted(&self) -> Trusted {
+        self.tls.as_ref().map_or(0, |(trust, _)| trust.generation())
+    }
+
+    /// A new connection, HTTP/2 if TLS's ALPN chose it, and the trust it was verified under.
+    async fn connect(&self) -> Result<(Sender, Trusted), ConnectionError> {
+        // Read before the connector is: a reload in between leaves it older, never newer.
+        let trusted = self.trusted();
         let address = &self.target.address;
         let tcp = TcpStream::connect((self.target.host.as_str(), self.target.port))
             .await
@@ -318,12 +339,15 @@ impl Connections {
             })?;
         // Requests are written whole: nothing to gain from Nagle's delay.
         let _ = tcp.set_nodelay(true);
-        match &self.tls {
-            None => self.http1(TokioIo::new(tcp)).await,
+        let sender = match &self.tls {
+            None => self.http1(TokioIo::new(tcp)).await?,
             // Boxed: a TLS handshake's state is kBs, which every call's future would
             // otherwise carry (and copy) even when the frontend speaks plain HTTP.
-            Some((trust, name)) => Box::pin(self.connect_tls(tcp, trust.connector(), name)).await,
-        }
+            Some((trust, name)) => {
+                Box::pin(self.connect_tls(tcp, trust.connector(), name, trusted)).await?
+            }
+        };
+        Ok((sender, trusted))
     }
 
     async fn connect_tls(
@@ -331,6 +355,7 @@ impl Connections {
         tcp: TcpStream,
         connector: TlsConnector,
         name: &ServerName<'static>,
+        trusted: Trusted,
     ) -> Result<Sender, ConnectionError> {
         let address = &self.target.address;
         let tls = connector
@@ -345,7 +370,7 @@ impl Connections {
                 .await
                 .map_err(|source| self.handshake_error(source))?;
             tokio::spawn(drive(connection));
-            self.lock().http2 = Some(sender.clone());
+            self.lock().http2 = Some((sender.clone(), trusted));
             return Ok(Sender::Http2(sender));
         }
         self.http1(TokioIo::new(tls)).await
