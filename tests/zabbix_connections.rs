@@ -381,6 +381,147 @@ async fn another_requests_answer_is_never_taken() {
     );
 }
 
+/// A TCP relay to `upstream` (host:port) whose connections can go silent: after
+/// [`Relay::go_silent`], the connections it carries then pass nothing either way and stay
+/// open (a path lost without a reset: a firewall or NAT that forgot the flow, a frontend
+/// host gone), while connections made after it are relayed. Returns the relay's port.
+async fn relay(upstream: String) -> (u16, Relay) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (silence, _) = tokio::sync::watch::channel(0u64);
+    let relay = Relay {
+        silence: Arc::new(silence),
+    };
+    let silence = relay.silence.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let mut silenced = silence.subscribe();
+            let made_in = *silenced.borrow();
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let silent = async { silenced.wait_for(|round| *round > made_in).await.is_ok() };
+                let went_silent = tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => false,
+                    silent = silent => silent,
+                };
+                if went_silent {
+                    // Both ends stay open, and nothing more goes through.
+                    std::future::pending::<()>().await;
+                }
+            });
+        }
+    });
+    (port, relay)
+}
+
+struct Relay {
+    silence: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Relay {
+    /// Every connection relayed so far passes nothing from now on.
+    fn go_silent(&self) {
+        self.silence.send_modify(|round| *round += 1);
+    }
+}
+
+/// A client with a short `Timeout`, trusting `ca_file`.
+fn impatient_client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
+    common::init();
+    ZabbixClient::new(&ClientSettings {
+        api_url: url.to_owned(),
+        timeout: Duration::from_secs(1),
+        ca_file,
+        ignore_cert_errors: false,
+        max_response_bytes: 1 << 20,
+        max_concurrency: 16,
+    })
+    .unwrap()
+}
+
+/// The shared HTTP/2 connection went silent (no reset, no close): the call on it times
+/// out, and the calls after it go out on a new connection. Before, every call was sent on
+/// the silent connection and timed out, for as long as it stayed open (the kernel gives up
+/// on a lost path after about 15 minutes; a frontend that hangs, never).
+#[tokio::test]
+async fn a_silent_http2_connection_is_left_after_a_timeout() {
+    let pki = common::tls::pki("connections-silent-h2");
+    let (front_url, seen) = tls_front(&pki, &[b"h2"]).await;
+    let front_port = front_url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let (port, relay) = relay(format!("127.0.0.1:{front_port}")).await;
+    let url = format!("https://localhost:{port}/api_jsonrpc.php");
+    let client = impatient_client(&url, Some(pki.ca_file.clone()));
+    assert_eq!(read(&client).await["method"], "apiinfo.version");
+    relay.go_silent();
+    let lost = client.call(Method::ApiInfoVersion, &json!({}), None).await;
+    assert!(
+        matches!(lost, Err(zabbix_mcp_guard::zabbix::ZabbixError::Timeout(_))),
+        "{lost:?}"
+    );
+    for _ in 0..3 {
+        let next = client.call(Method::ApiInfoVersion, &json!({}), None).await;
+        assert!(next.is_ok(), "the call after the timeout: {next:?}");
+    }
+    assert_eq!(
+        seen.connections(),
+        2,
+        "one new connection after the timeout"
+    );
+}
+
+/// Kept-open HTTP/1.1 connections made at the same time as one that went silent are as
+/// likely to be dead: after a timeout on one, none is reused. Before, each call after it
+/// took the next idle connection and timed out in turn (up to `MAX_IDLE` of them), and a
+/// write among them was reported as possibly applied when it had reached nothing.
+#[tokio::test]
+async fn idle_http1_connections_are_left_after_a_timeout() {
+    let (front_url, seen) = plain_front(Keep::Open).await;
+    let front = front_url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap();
+    let (port, relay) = relay(front.to_owned()).await;
+    let client = Arc::new(impatient_client(
+        &format!("http://127.0.0.1:{port}/api_jsonrpc.php"),
+        None,
+    ));
+    // Three connections open at once, then idle.
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let client = Arc::clone(&client);
+            tokio::spawn(async move { read(&client).await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+    let opened = seen.connections();
+    relay.go_silent();
+    let lost = client.call(Method::ApiInfoVersion, &json!({}), None).await;
+    assert!(
+        matches!(lost, Err(zabbix_mcp_guard::zabbix::ZabbixError::Timeout(_))),
+        "{lost:?}"
+    );
+    let next = write(&client).await;
+    assert!(next.is_ok(), "the write after the timeout: {next:?}");
+    assert_eq!(read(&client).await["method"], "apiinfo.version");
+    assert_eq!(
+        seen.connections(),
+        opened + 1,
+        "one new connection after the timeout"
+    );
+}
+
 /// A CA taken out of `TLSCAFile` is trusted no longer, on the connections made under it
 /// too: once the file is loaded again, a kept-open connection (HTTP/2, shared, or HTTP/1.1,
 /// idle) is not reused, and the next call connects anew and is refused, as a frontend whose

@@ -299,7 +299,10 @@ impl ZabbixClient {
                 .await
             {
                 Ok(result) => result,
-                Err(_) => Err(ZabbixError::Timeout(self.timeout)),
+                Err(_) => {
+                    self.unanswered();
+                    Err(ZabbixError::Timeout(self.timeout))
+                }
             }
         }
         .await;
@@ -314,6 +317,15 @@ impl ZabbixClient {
     /// is reused; the next calls connect anew.
     fn out_of_step(&self) {
         tracing::warn!("Zabbix answered with another request's id; idle connections closed");
+        self.connections.close_idle();
+    }
+
+    /// A call got no answer within `Timeout`. Its connection may be silent for good (a path
+    /// lost without a reset, a frontend that hangs), and so may those kept open with it;
+    /// reused, each would take a call of its own (a shared HTTP/2 one, every call) to time
+    /// out in turn. None is reused; the next calls connect anew.
+    fn unanswered(&self) {
+        tracing::debug!("Zabbix call timed out; idle connections closed");
         self.connections.close_idle();
     }
 

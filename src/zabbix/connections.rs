@@ -7,7 +7,8 @@
 //!   keep-alive). The most recently used is taken first, after hyper says it is still
 //!   ready; at most [`MAX_IDLE`] are kept, none used again after [`IDLE_TIMEOUT`]. An
 //!   HTTP/2 connection is shared by every call while it is open. None is reused once
-//!   `TLSCAFile` was loaded anew since it was made.
+//!   `TLSCAFile` was loaded anew since it was made, nor after a call timed out
+//!   ([`Connections::close_idle`]).
 //! - Resending: hyper hands a request back when the connection closed before any of it
 //!   was written. Such a read is sent again on a new connection if the closed one was a
 //!   reused one (a frontend closing an idle connection as it is taken); a write never is,
