@@ -384,20 +384,22 @@ async fn another_requests_answer_is_never_taken() {
 /// A TCP relay to `upstream` (host:port) whose connections can go silent: after
 /// [`Relay::go_silent`], the connections it carries then pass nothing either way and stay
 /// open (a path lost without a reset: a firewall or NAT that forgot the flow, a frontend
-/// host gone), while connections made after it are relayed. Returns the relay's port.
+/// host gone), while connections made after it are relayed; what the client still sends on
+/// a silent one is read and dropped, and its close counted. Returns the relay's port.
 async fn relay(upstream: String) -> (u16, Relay) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (silence, _) = tokio::sync::watch::channel(0u64);
     let relay = Relay {
         silence: Arc::new(silence),
+        closed_silent: Arc::default(),
     };
-    let silence = relay.silence.clone();
+    let (silence, closed_silent) = (relay.silence.clone(), relay.closed_silent.clone());
     tokio::spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
             let mut silenced = silence.subscribe();
             let made_in = *silenced.borrow();
-            let upstream = upstream.clone();
+            let (upstream, closed_silent) = (upstream.clone(), closed_silent.clone());
             tokio::spawn(async move {
                 let Ok(mut outbound) = TcpStream::connect(upstream).await else {
                     return;
@@ -408,7 +410,10 @@ async fn relay(upstream: String) -> (u16, Relay) {
                     silent = silent => silent,
                 };
                 if went_silent {
-                    // Both ends stay open, and nothing more goes through.
+                    // Nothing more goes through; the frontend's end stays open.
+                    let mut dropped = [0u8; 4096];
+                    while inbound.read(&mut dropped).await.is_ok_and(|n| n > 0) {}
+                    closed_silent.fetch_add(1, Ordering::SeqCst);
                     std::future::pending::<()>().await;
                 }
             });
@@ -419,12 +424,18 @@ async fn relay(upstream: String) -> (u16, Relay) {
 
 struct Relay {
     silence: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Silent connections the client closed.
+    closed_silent: Arc<AtomicUsize>,
 }
 
 impl Relay {
     /// Every connection relayed so far passes nothing from now on.
     fn go_silent(&self) {
         self.silence.send_modify(|round| *round += 1);
+    }
+
+    fn closed_silent(&self) -> usize {
+        self.closed_silent.load(Ordering::SeqCst)
     }
 }
 
@@ -557,4 +568,38 @@ async fn a_ca_removed_from_the_ca_file_no_longer_carries_calls() {
         assert_eq!(seen.requests().len(), 1, "{alpn:?}: {:?}", seen.requests());
         watcher.abort();
     }
+}
+
+/// An idle HTTP/2 connection that went silent is found out by its pings (every `Timeout`,
+/// unanswered for `Timeout`) and closed, so the next call, a write here, goes out on a new
+/// connection at once: reaching the frontend once, answered, not timed out. Before, nothing
+/// was sent on an idle connection, and the first call after the silence learnt of it by
+/// timing out (the write reported as possibly applied, having reached nothing).
+#[tokio::test]
+async fn a_silent_idle_http2_connection_is_closed_by_its_pings() {
+    let pki = common::tls::pki("connections-ping-h2");
+    let (front_url, seen) = tls_front(&pki, &[b"h2"]).await;
+    let front_port = front_url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let (port, relay) = relay(format!("127.0.0.1:{front_port}")).await;
+    let url = format!("https://localhost:{port}/api_jsonrpc.php");
+    let client = impatient_client(&url, Some(pki.ca_file.clone()));
+    assert_eq!(read(&client).await["method"], "apiinfo.version");
+    relay.go_silent();
+    common::wait_until(
+        "the silent connection closed",
+        Duration::from_secs(10),
+        async || relay.closed_silent() == 1,
+    )
+    .await;
+    let written = write(&client).await;
+    assert!(written.is_ok(), "{written:?}");
+    assert_eq!(seen.connections(), 2);
+    let methods: Vec<String> = seen.requests().into_iter().map(|(_, m)| m).collect();
+    assert_eq!(methods, ["apiinfo.version", "event.acknowledge"]);
 }

@@ -104,9 +104,11 @@ impl ZabbixClient {
             settings.ignore_cert_errors,
         )?);
         let connections =
-            Connections::new(&api_url, trust.clone()).map_err(|error| ZabbixError::BadUrl {
-                url: settings.api_url.clone(),
-                reason: error.to_string(),
+            Connections::new(&api_url, trust.clone(), settings.timeout).map_err(|error| {
+                ZabbixError::BadUrl {
+                    url: settings.api_url.clone(),
+                    reason: error.to_string(),
+                }
             })?;
         Ok(Self {
             connections,

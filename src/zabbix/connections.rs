@@ -6,7 +6,8 @@
 //!   whole, unless the answer closes it (`Connection: close`, or HTTP/1.0 without
 //!   keep-alive). The most recently used is taken first, after hyper says it is still
 //!   ready; at most [`MAX_IDLE`] are kept, none used again after [`IDLE_TIMEOUT`]. An
-//!   HTTP/2 connection is shared by every call while it is open. None is reused once
+//!   HTTP/2 connection is shared by every call while it is open, and pinged every
+//!   `Timeout` (closed when a ping goes unanswered that long). None is reused once
 //!   `TLSCAFile` was loaded anew since it was made, nor after a call timed out
 //!   ([`Connections::close_idle`]).
 //! - Resending: hyper hands a request back when the connection closed before any of it
@@ -28,7 +29,7 @@ use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::{TrySendError, http1, http2};
 use hyper::rt::{Read, Write};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -86,6 +87,9 @@ pub(crate) struct Connections {
     target: Target,
     /// TLS for `https` URLs, with the name the certificate must carry.
     tls: Option<(Arc<ZabbixTrust>, ServerName<'static>)>,
+    /// How often an HTTP/2 connection is pinged, idle or not, and how long a ping may go
+    /// unanswered before the connection is closed (`Timeout`).
+    ping: Duration,
     idle: Mutex<Idle>,
 }
 
@@ -136,8 +140,12 @@ pub(crate) enum TargetError {
 
 impl Connections {
     /// Connections to `url` (`http` or `https`, checked by the caller); `trust` is used
-    /// for `https` only.
-    pub(crate) fn new(url: &Uri, trust: Arc<ZabbixTrust>) -> Result<Self, TargetError> {
+    /// for `https` only; an HTTP/2 connection is pinged every `ping`.
+    pub(crate) fn new(
+        url: &Uri,
+        trust: Arc<ZabbixTrust>,
+        ping: Duration,
+    ) -> Result<Self, TargetError> {
         let https = url.scheme_str() == Some("https");
         let host = url
             .host()
@@ -180,6 +188,7 @@ impl Connections {
                 absolute,
             },
             tls,
+            ping,
             idle: Mutex::new(Idle::default()),
         })
     }
@@ -367,7 +376,15 @@ impl Connections {
                 source,
             })?;
         if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-            let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            // Pinged while idle too: one that went silent (a path lost without a reset) is
+            // closed before a call is sent on it, rather than found out by that call's
+            // timeout (a write's then reported as possibly applied).
+            let (sender, connection) = http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .keep_alive_interval(self.ping)
+                .keep_alive_timeout(self.ping)
+                .keep_alive_while_idle(true)
+                .handshake(TokioIo::new(tls))
                 .await
                 .map_err(|source| self.handshake_error(source))?;
             tokio::spawn(drive(connection));
