@@ -603,3 +603,33 @@ async fn a_silent_idle_http2_connection_is_closed_by_its_pings() {
     let methods: Vec<String> = seen.requests().into_iter().map(|(_, m)| m).collect();
     assert_eq!(methods, ["apiinfo.version", "event.acknowledge"]);
 }
+
+/// A frontend that takes the connection and never answers the TLS handshake (an
+/// overloaded host): the call ends at `Timeout` with nothing sent, and says so; a write is
+/// not reported as possibly applied. Before, it was `Timeout`, "the write was sent and may
+/// have been applied".
+#[tokio::test]
+async fn a_call_still_connecting_at_its_timeout_was_not_sent() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let pki = common::tls::pki("connections-stalled-tls");
+    let client = impatient_client(
+        &format!("https://localhost:{port}/api_jsonrpc.php"),
+        Some(pki.ca_file.clone()),
+    );
+    let written = write(&client).await.expect_err("nothing answers");
+    assert!(!written.outcome_unknown(), "{written:?}");
+    let text = written.to_string();
+    assert!(
+        text.contains(&format!(
+            "connecting to localhost:{port}: no connection within 1s"
+        )),
+        "{text}"
+    );
+}

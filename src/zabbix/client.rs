@@ -3,7 +3,7 @@
 //! `Timeout` (after its wait for a `MaxZabbixConcurrency` slot, bounded separately), and
 //! the API version cached.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -297,10 +297,19 @@ impl ZabbixClient {
         let started = std::time::Instant::now();
         let result = async {
             let _slot = self.slot().await?;
-            match tokio::time::timeout(self.timeout, self.round_trip(body, authorization, resend))
-                .await
-            {
+            let sending = AtomicBool::new(false);
+            let call = self.round_trip(body, authorization, resend, &sending);
+            match tokio::time::timeout(self.timeout, call).await {
                 Ok(result) => result,
+                // Still connecting (TCP, TLS, HTTP/2's preface): nothing was sent, and a
+                // write is known not to have been applied.
+                Err(_) if !sending.load(Ordering::Acquire) => {
+                    Err(ZabbixError::Unavailable(format!(
+                        "connecting to {}: no connection within {}s (Timeout)",
+                        self.connections.address(),
+                        self.timeout.as_secs()
+                    )))
+                }
                 Err(_) => {
                     self.unanswered();
                     Err(ZabbixError::Timeout(self.timeout))
@@ -352,11 +361,12 @@ impl ZabbixClient {
         body: Bytes,
         authorization: Option<http::HeaderValue>,
         resend: Resend,
+        sending: &AtomicBool,
     ) -> Result<Bytes, ZabbixError> {
         let max_bytes = self.max_response_bytes;
         let (status, body) = self
             .connections
-            .post(body, authorization, resend, max_bytes)
+            .post(body, authorization, resend, max_bytes, sending)
             .await
             .map_err(|error| match error {
                 ConnectionError::TooLarge(limit) => ZabbixError::ResponseTooLarge(limit),

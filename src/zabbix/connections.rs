@@ -19,6 +19,7 @@
 //!   5,700 cache lines of code a call ran (docs/performance-log.md), and its connector asked
 //!   the kernel for both socket addresses of every connection.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -194,13 +195,16 @@ impl Connections {
     }
 
     /// POSTs `body` as JSON-RPC (with `authorization`, if any) and reads the whole answer,
-    /// at most `max_bytes` of it: the status and the body.
+    /// at most `max_bytes` of it: the status and the body. `sending` is set once the request
+    /// is handed to a connection: until then nothing of it can have been written, also if
+    /// this is dropped (a timeout) while connecting.
     pub(crate) async fn post(
         &self,
         body: Bytes,
         authorization: Option<HeaderValue>,
         resend: Resend,
         max_bytes: usize,
+        sending: &AtomicBool,
     ) -> Result<(StatusCode, Bytes), ConnectionError> {
         let mut reused = self.checkout().await;
         loop {
@@ -212,6 +216,7 @@ impl Connections {
                 }
             };
             let request = self.request(&sender, body.clone(), authorization.clone());
+            sending.store(true, Ordering::Release);
             let response = match sender.try_send(request).await {
                 Ok(response) => response,
                 // Nothing of it was written: a new connection may carry it.
@@ -329,6 +334,11 @@ impl Connections {
             // Shared while open: kept from its handshake on.
             Sender::Http2(_) => {}
         }
+    }
+
+    /// `host:port`, as messages name it.
+    pub(crate) fn address(&self) -> &str {
+        &self.target.address
     }
 
     /// The trust a connection made now is verified under.
