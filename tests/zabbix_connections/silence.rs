@@ -7,6 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -260,4 +265,79 @@ async fn a_call_still_connecting_at_its_timeout_was_not_sent() {
         )),
         "{text}"
     );
+}
+
+/// An HTTP/2 TLS frontend (`pki`'s certificate) for the lab's plain-HTTP Zabbix: each
+/// request is sent on to `lab_url` with its body, `Content-Type` and `Authorization`, and
+/// its answer sent back. Returns its port.
+async fn h2_front_for_lab(pki: &common::tls::Pki, lab_url: String) -> u16 {
+    let mut config = common::tls::server_config(pki);
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upstream = reqwest::Client::new();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, upstream, lab_url) =
+                (acceptor.clone(), upstream.clone(), lab_url.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = service_fn(move |request: hyper::Request<Incoming>| {
+                    forward(upstream.clone(), lab_url.clone(), request)
+                });
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+async fn forward(
+    upstream: reqwest::Client,
+    lab_url: String,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Box<dyn std::error::Error + Send + Sync>> {
+    let mut sent = upstream.post(lab_url);
+    for name in [http::header::CONTENT_TYPE, http::header::AUTHORIZATION] {
+        if let Some(value) = request.headers().get(&name) {
+            sent = sent.header(name, value.clone());
+        }
+    }
+    let body = request.into_body().collect().await?.to_bytes();
+    let answer = sent.body(body).send().await?;
+    let mut response = hyper::Response::new(Full::new(answer.bytes().await?));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// Through rmcp and the sidecar, against the 7.0 lab behind an HTTP/2 frontend: the
+/// connection goes silent, the call on it gets `upstream_timeout`, and the next call is
+/// answered on a new connection. Before, the calls after it went on the silent connection
+/// and timed out as well.
+#[tokio::test]
+async fn an_rmcp_call_after_a_silent_http2_connection_is_answered() {
+    let lab = common::lab(7);
+    let pki = common::tls::pki("silence-lab-h2");
+    let front = h2_front_for_lab(&pki, lab.url.clone()).await;
+    let (port, relay) = relay(format!("127.0.0.1:{front}")).await;
+    let mut config = common::config_for(&format!("https://localhost:{port}/api_jsonrpc.php"));
+    config.tls_ca_file = Some(pki.ca_file.clone());
+    config.timeout = Duration::from_secs(2);
+    let guard = common::start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let host_get = || common::read(&client, "host_get", json!({"search": "mcp-web-01"}));
+    assert_eq!(host_get().await["count"], 1);
+    relay.go_silent();
+    let lost = common::tool_error(&client, "host_get", json!({"search": "mcp-web-01"})).await;
+    assert_eq!(lost["code"], "upstream_timeout", "{lost}");
+    assert_eq!(host_get().await["count"], 1);
+    guard.stop().await;
 }
