@@ -196,6 +196,11 @@ async fn every_fault_class_gets_its_code_a_log_event_and_one_write() {
                     message.contains("may have been applied"),
                     "{class}: {message}"
                 );
+                assert_eq!(
+                    body["data"],
+                    json!({"sent": true, "outcome": "unknown"}),
+                    "{class}: {body}"
+                );
             }
             let writes = side.stub.seen(WRITE_METHOD);
             let expected = if refused { 0 } else { 1 };

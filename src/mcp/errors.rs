@@ -186,6 +186,11 @@ impl ToolError {
             ToolError::Denied { reasons } => {
                 body.insert("data".into(), json!({ "reasons": reasons }));
             }
+            // The code is that of the failure, shared with calls that sent nothing: this
+            // says, for a program to read, that the write may have been applied.
+            ToolError::WriteOutcomeUnknown(_) => {
+                body.insert("data".into(), json!({"sent": true, "outcome": "unknown"}));
+            }
             ToolError::RateLimited(r) => {
                 if let Some(data) = rate_limited_data(r) {
                     body.insert("data".into(), data);

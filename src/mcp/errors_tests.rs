@@ -89,6 +89,8 @@ fn a_write_sent_without_a_verdict_says_it_may_have_been_applied() {
             written.to_string().contains("may have been applied"),
             "{written}"
         );
+        let body = written.body(Some("d1"));
+        assert_eq!(body["data"], json!({"sent": true, "outcome": "unknown"}));
     }
     let known = [
         ZabbixError::Unavailable("connecting to zabbix:80".into()),
@@ -106,6 +108,11 @@ fn a_write_sent_without_a_verdict_says_it_may_have_been_applied() {
         let written = ToolError::of_write(error);
         assert!(
             !written.to_string().contains("may have been applied"),
+            "{written}"
+        );
+        assert_ne!(
+            written.body(None)["data"]["outcome"],
+            "unknown",
             "{written}"
         );
     }

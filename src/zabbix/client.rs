@@ -3,7 +3,7 @@
 //! `Timeout` (after its wait for a `MaxZabbixConcurrency` slot, bounded separately), and
 //! the API version cached.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -104,9 +104,11 @@ impl ZabbixClient {
             settings.ignore_cert_errors,
         )?);
         let connections =
-            Connections::new(&api_url, trust.clone()).map_err(|error| ZabbixError::BadUrl {
-                url: settings.api_url.clone(),
-                reason: error.to_string(),
+            Connections::new(&api_url, trust.clone(), settings.timeout).map_err(|error| {
+                ZabbixError::BadUrl {
+                    url: settings.api_url.clone(),
+                    reason: error.to_string(),
+                }
             })?;
         Ok(Self {
             connections,
@@ -295,11 +297,23 @@ impl ZabbixClient {
         let started = std::time::Instant::now();
         let result = async {
             let _slot = self.slot().await?;
-            match tokio::time::timeout(self.timeout, self.round_trip(body, authorization, resend))
-                .await
-            {
+            let sending = AtomicBool::new(false);
+            let call = self.round_trip(body, authorization, resend, &sending);
+            match tokio::time::timeout(self.timeout, call).await {
                 Ok(result) => result,
-                Err(_) => Err(ZabbixError::Timeout(self.timeout)),
+                // Still connecting (TCP, TLS, HTTP/2's preface): nothing was sent, and a
+                // write is known not to have been applied.
+                Err(_) if !sending.load(Ordering::Acquire) => {
+                    Err(ZabbixError::Unavailable(format!(
+                        "connecting to {}: no connection within {}s (Timeout)",
+                        self.connections.address(),
+                        self.timeout.as_secs()
+                    )))
+                }
+                Err(_) => {
+                    self.unanswered();
+                    Err(ZabbixError::Timeout(self.timeout))
+                }
             }
         }
         .await;
@@ -314,6 +328,15 @@ impl ZabbixClient {
     /// is reused; the next calls connect anew.
     fn out_of_step(&self) {
         tracing::warn!("Zabbix answered with another request's id; idle connections closed");
+        self.connections.close_idle();
+    }
+
+    /// A call got no answer within `Timeout`. Its connection may be silent for good (a path
+    /// lost without a reset, a frontend that hangs), and so may those kept open with it;
+    /// reused, each would take a call of its own (a shared HTTP/2 one, every call) to time
+    /// out in turn. None is reused; the next calls connect anew.
+    fn unanswered(&self) {
+        tracing::debug!("Zabbix call timed out; idle connections closed");
         self.connections.close_idle();
     }
 
@@ -338,11 +361,12 @@ impl ZabbixClient {
         body: Bytes,
         authorization: Option<http::HeaderValue>,
         resend: Resend,
+        sending: &AtomicBool,
     ) -> Result<Bytes, ZabbixError> {
         let max_bytes = self.max_response_bytes;
         let (status, body) = self
             .connections
-            .post(body, authorization, resend, max_bytes)
+            .post(body, authorization, resend, max_bytes, sending)
             .await
             .map_err(|error| match error {
                 ConnectionError::TooLarge(limit) => ZabbixError::ResponseTooLarge(limit),

@@ -6,7 +6,10 @@
 //!   whole, unless the answer closes it (`Connection: close`, or HTTP/1.0 without
 //!   keep-alive). The most recently used is taken first, after hyper says it is still
 //!   ready; at most [`MAX_IDLE`] are kept, none used again after [`IDLE_TIMEOUT`]. An
-//!   HTTP/2 connection is shared by every call while it is open.
+//!   HTTP/2 connection is shared by every call while it is open, and pinged every
+//!   `Timeout` (closed when a ping goes unanswered that long). None is reused once
+//!   `TLSCAFile` was loaded anew since it was made, nor after a call timed out
+//!   ([`Connections::close_idle`]).
 //! - Resending: hyper hands a request back when the connection closed before any of it
 //!   was written. Such a read is sent again on a new connection if the closed one was a
 //!   reused one (a frontend closing an idle connection as it is taken); a write never is,
@@ -16,6 +19,7 @@
 //!   5,700 cache lines of code a call ran (docs/performance-log.md), and its connector asked
 //!   the kernel for both socket addresses of every connection.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -26,7 +30,7 @@ use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::{TrySendError, http1, http2};
 use hyper::rt::{Read, Write};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -84,6 +88,9 @@ pub(crate) struct Connections {
     target: Target,
     /// TLS for `https` URLs, with the name the certificate must carry.
     tls: Option<(Arc<ZabbixTrust>, ServerName<'static>)>,
+    /// How often an HTTP/2 connection is pinged, idle or not, and how long a ping may go
+    /// unanswered before the connection is closed (`Timeout`).
+    ping: Duration,
     idle: Mutex<Idle>,
 }
 
@@ -101,11 +108,17 @@ struct Target {
     absolute: Uri,
 }
 
+/// The connections kept for reuse, each with the [`Trusted`] it was verified under.
 #[derive(Default)]
 struct Idle {
-    http1: Vec<(http1::SendRequest<Full<Bytes>>, Instant)>,
-    http2: Option<http2::SendRequest<Full<Bytes>>>,
+    http1: Vec<(http1::SendRequest<Full<Bytes>>, Instant, Trusted)>,
+    http2: Option<(http2::SendRequest<Full<Bytes>>, Trusted)>,
 }
+
+/// The load of `TLSCAFile` a connection's certificate was verified under
+/// ([`ZabbixTrust::generation`]; 0 for `http`). A connection of an older load is not reused:
+/// a CA taken out of the file is trusted no longer on connections it let in.
+type Trusted = u64;
 
 /// One connection's request side.
 enum Sender {
@@ -128,8 +141,12 @@ pub(crate) enum TargetError {
 
 impl Connections {
     /// Connections to `url` (`http` or `https`, checked by the caller); `trust` is used
-    /// for `https` only.
-    pub(crate) fn new(url: &Uri, trust: Arc<ZabbixTrust>) -> Result<Self, TargetError> {
+    /// for `https` only; an HTTP/2 connection is pinged every `ping`.
+    pub(crate) fn new(
+        url: &Uri,
+        trust: Arc<ZabbixTrust>,
+        ping: Duration,
+    ) -> Result<Self, TargetError> {
         let https = url.scheme_str() == Some("https");
         let host = url
             .host()
@@ -172,26 +189,34 @@ impl Connections {
                 absolute,
             },
             tls,
+            ping,
             idle: Mutex::new(Idle::default()),
         })
     }
 
     /// POSTs `body` as JSON-RPC (with `authorization`, if any) and reads the whole answer,
-    /// at most `max_bytes` of it: the status and the body.
+    /// at most `max_bytes` of it: the status and the body. `sending` is set once the request
+    /// is handed to a connection: until then nothing of it can have been written, also if
+    /// this is dropped (a timeout) while connecting.
     pub(crate) async fn post(
         &self,
         body: Bytes,
         authorization: Option<HeaderValue>,
         resend: Resend,
         max_bytes: usize,
+        sending: &AtomicBool,
     ) -> Result<(StatusCode, Bytes), ConnectionError> {
         let mut reused = self.checkout().await;
         loop {
-            let (mut sender, was_reused) = match reused.take() {
-                Some(sender) => (sender, true),
-                None => (self.connect().await?, false),
+            let (mut sender, was_reused, trusted) = match reused.take() {
+                Some((sender, trusted)) => (sender, true, trusted),
+                None => {
+                    let (sender, trusted) = self.connect().await?;
+                    (sender, false, trusted)
+                }
             };
             let request = self.request(&sender, body.clone(), authorization.clone());
+            sending.store(true, Ordering::Release);
             let response = match sender.try_send(request).await {
                 Ok(response) => response,
                 // Nothing of it was written: a new connection may carry it.
@@ -221,7 +246,7 @@ impl Connections {
                 })?
                 .to_bytes();
             if keep {
-                self.checkin(sender);
+                self.checkin(sender, trusted);
             }
             return Ok((status, body));
         }
@@ -257,27 +282,31 @@ impl Connections {
         request
     }
 
-    /// An idle connection that is still open, most recently used first.
-    async fn checkout(&self) -> Option<Sender> {
+    /// An idle connection that is still open and verified under the trust loaded now, most
+    /// recently used first.
+    async fn checkout(&self) -> Option<(Sender, Trusted)> {
         loop {
+            let trusted = self.trusted();
             let candidate = {
                 let mut idle = self.lock();
                 match &idle.http2 {
-                    Some(shared) if !shared.is_closed() => Some(Sender::Http2(shared.clone())),
+                    Some((shared, made)) if !shared.is_closed() && *made == trusted => {
+                        Some(Sender::Http2(shared.clone()))
+                    }
                     _ => {
                         idle.http2 = None;
                         let fresh_since = Instant::now().checked_sub(IDLE_TIMEOUT);
                         // Expired ones are dropped, which closes them.
-                        idle.http1.retain(|(sender, since)| {
-                            !sender.is_closed() && Some(*since) > fresh_since
+                        idle.http1.retain(|(sender, since, made)| {
+                            !sender.is_closed() && Some(*since) > fresh_since && *made == trusted
                         });
-                        idle.http1.pop().map(|(sender, _)| Sender::Http1(sender))
+                        idle.http1.pop().map(|(sender, _, _)| Sender::Http1(sender))
                     }
                 }
             };
             let mut sender = candidate?;
             if sender.ready().await {
-                return Some(sender);
+                return Some((sender, trusted));
             }
             if let Sender::Http2(_) = sender {
                 // Closed under us: the next call makes a new one.
@@ -294,12 +323,12 @@ impl Connections {
         idle.http2 = None;
     }
 
-    fn checkin(&self, sender: Sender) {
+    fn checkin(&self, sender: Sender, trusted: Trusted) {
         match sender {
             Sender::Http1(sender) => {
                 let mut idle = self.lock();
                 if idle.http1.len() < MAX_IDLE {
-                    idle.http1.push((sender, Instant::now()));
+                    idle.http1.push((sender, Instant::now(), trusted));
                 }
             }
             // Shared while open: kept from its handshake on.
@@ -307,8 +336,20 @@ impl Connections {
         }
     }
 
-    /// A new connection, HTTP/2 if TLS's ALPN chose it.
-    async fn connect(&self) -> Result<Sender, ConnectionError> {
+    /// `host:port`, as messages name it.
+    pub(crate) fn address(&self) -> &str {
+        &self.target.address
+    }
+
+    /// The trust a connection made now is verified under.
+    fn trusted(&self) -> Trusted {
+        self.tls.as_ref().map_or(0, |(trust, _)| trust.generation())
+    }
+
+    /// A new connection, HTTP/2 if TLS's ALPN chose it, and the trust it was verified under.
+    async fn connect(&self) -> Result<(Sender, Trusted), ConnectionError> {
+        // Read before the connector is: a reload in between leaves it older, never newer.
+        let trusted = self.trusted();
         let address = &self.target.address;
         let tcp = TcpStream::connect((self.target.host.as_str(), self.target.port))
             .await
@@ -318,12 +359,15 @@ impl Connections {
             })?;
         // Requests are written whole: nothing to gain from Nagle's delay.
         let _ = tcp.set_nodelay(true);
-        match &self.tls {
-            None => self.http1(TokioIo::new(tcp)).await,
+        let sender = match &self.tls {
+            None => self.http1(TokioIo::new(tcp)).await?,
             // Boxed: a TLS handshake's state is kBs, which every call's future would
             // otherwise carry (and copy) even when the frontend speaks plain HTTP.
-            Some((trust, name)) => Box::pin(self.connect_tls(tcp, trust.connector(), name)).await,
-        }
+            Some((trust, name)) => {
+                Box::pin(self.connect_tls(tcp, trust.connector(), name, trusted)).await?
+            }
+        };
+        Ok((sender, trusted))
     }
 
     async fn connect_tls(
@@ -331,6 +375,7 @@ impl Connections {
         tcp: TcpStream,
         connector: TlsConnector,
         name: &ServerName<'static>,
+        trusted: Trusted,
     ) -> Result<Sender, ConnectionError> {
         let address = &self.target.address;
         let tls = connector
@@ -341,11 +386,19 @@ impl Connections {
                 source,
             })?;
         if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-            let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            // Pinged while idle too: one that went silent (a path lost without a reset) is
+            // closed before a call is sent on it, rather than found out by that call's
+            // timeout (a write's then reported as possibly applied).
+            let (sender, connection) = http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .keep_alive_interval(self.ping)
+                .keep_alive_timeout(self.ping)
+                .keep_alive_while_idle(true)
+                .handshake(TokioIo::new(tls))
                 .await
                 .map_err(|source| self.handshake_error(source))?;
             tokio::spawn(drive(connection));
-            self.lock().http2 = Some(sender.clone());
+            self.lock().http2 = Some((sender.clone(), trusted));
             return Ok(Sender::Http2(sender));
         }
         self.http1(TokioIo::new(tls)).await

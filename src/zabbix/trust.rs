@@ -81,6 +81,12 @@ impl ZabbixTrust {
             .clone()
     }
 
+    /// Changes each time what is trusted is loaded anew (a count of the loads). Read before
+    /// [`Self::connector`]: a connection is then never taken for newer than its trust.
+    pub(crate) fn generation(&self) -> u64 {
+        self.reloads_ok.load(Ordering::Acquire)
+    }
+
     pub(crate) fn status(&self) -> TrustStatus {
         TrustStatus {
             reloads_ok: self.reloads_ok.load(Ordering::Relaxed),
@@ -121,7 +127,8 @@ impl ZabbixTrust {
                     .connector
                     .write()
                     .unwrap_or_else(PoisonError::into_inner) = connector;
-                self.reloads_ok.fetch_add(1, Ordering::Relaxed);
+                // After the connector: whoever sees the new count gets the new connector.
+                self.reloads_ok.fetch_add(1, Ordering::Release);
                 match file {
                     Some(file) => self.log_loaded(file),
                     None => tracing::info!("Zabbix TLS trust loaded: the system's roots"),

@@ -5,7 +5,9 @@
 //! used again (for a read or a write), and TLS picks HTTP/2 when the frontend's ALPN
 //! offers it, one connection shared by concurrent calls.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod silence;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
