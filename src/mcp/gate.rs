@@ -50,8 +50,13 @@ pub enum Ended {
     Written,
     /// A write waiting for approval on the page: nothing sent yet.
     Pending,
-    /// Refused or failed: the tool error's code and message.
-    Failed { code: &'static str, message: String },
+    /// Refused or failed: the tool error's code and message, and whether it was a write
+    /// sent without a verdict back (`"sent": true, "outcome": "unknown"`, as the agent is told).
+    Failed {
+        code: &'static str,
+        message: String,
+        outcome_unknown: bool,
+    },
     /// Dropped before it finished; a write may have been sent by then.
     Dropped { kind: ToolKind },
 }
@@ -333,6 +338,17 @@ pub fn limits(decision: &Decision) -> Limits {
     }
 }
 
+impl Ended {
+    /// How a call that failed with `error` ended.
+    pub fn failed(error: &crate::mcp::errors::ToolError) -> Self {
+        Ended::Failed {
+            code: error.code(),
+            message: error.to_string(),
+            outcome_unknown: matches!(error, crate::mcp::errors::ToolError::WriteOutcomeUnknown(_)),
+        }
+    }
+}
+
 impl Outcome {
     pub fn new(log: &DecisionLog, decision_id: &str, kind: ToolKind) -> Self {
         Outcome {
@@ -375,10 +391,18 @@ impl Serialize for Ended {
                 map.serialize_entry("sent", &false)?;
                 map.serialize_entry("pending", "approval")?;
             }
-            Ended::Failed { code, message } => {
+            Ended::Failed {
+                code,
+                message,
+                outcome_unknown,
+            } => {
                 map.serialize_entry("ok", &false)?;
                 map.serialize_entry("code", code)?;
                 map.serialize_entry("message", message)?;
+                if *outcome_unknown {
+                    map.serialize_entry("sent", &true)?;
+                    map.serialize_entry("outcome", "unknown")?;
+                }
             }
             // Not "the client went away": a call whose client leaves runs to its end, so a
             // dropped one was most likely stopped with the sidecar.
@@ -435,10 +459,21 @@ mod tests {
         let failed = Ended::Failed {
             code: "zabbix_error",
             message: "say \"why\"".into(),
+            outcome_unknown: false,
         };
         assert_eq!(
             text(failed),
             r#"{"ok":false,"code":"zabbix_error","message":"say \"why\""}"#
+        );
+        // A write sent without a verdict back says so, as the agent is told.
+        let lost = crate::mcp::errors::ToolError::WriteOutcomeUnknown(
+            crate::zabbix::ZabbixError::Timeout(std::time::Duration::from_secs(3)),
+        );
+        let logged: serde_json::Value = serde_json::from_str(&text(Ended::failed(&lost))).unwrap();
+        assert_eq!(logged["code"], "upstream_timeout", "{logged}");
+        assert_eq!(
+            (&logged["sent"], &logged["outcome"]),
+            (&serde_json::json!(true), &serde_json::json!("unknown"))
         );
     }
 }

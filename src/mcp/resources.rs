@@ -126,18 +126,12 @@ pub async fn read(
         // Zabbix rejects some IDs outright (out of range): still "not found" to the agent.
         Err(error @ ZabbixError::Api { .. }) => {
             let error = ToolError::from(error);
-            outcome.finish(Ended::Failed {
-                code: error.code(),
-                message: error.to_string(),
-            });
+            outcome.finish(Ended::failed(&error));
             return Err(resource_not_found(uri));
         }
         Err(other) => {
             let error = ToolError::from(other);
-            outcome.finish(Ended::Failed {
-                code: error.code(),
-                message: error.to_string(),
-            });
+            outcome.finish(Ended::failed(&error));
             return Err(error.into_rpc());
         }
     };

@@ -234,10 +234,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             }
         }
         Err(error) => {
-            outcome.finish(Ended::Failed {
-                code: error.code(),
-                message: error.to_string(),
-            });
+            outcome.finish(Ended::failed(&error));
             failed(app, def, error, Some(id)).into()
         }
     }
