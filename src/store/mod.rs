@@ -5,10 +5,14 @@
 //! approved payload is redeemed once, also under a race across replicas.
 
 mod memory;
+#[cfg(test)]
+pub(crate) mod own_redis;
 mod redis_backend;
 mod seal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_index;
 #[cfg(test)]
 mod tests_seal;
 
@@ -209,7 +213,7 @@ impl Store {
     pub async fn list_pending(&self, now: u64) -> Result<Vec<ApprovalRecord>, StoreError> {
         let mut records = match self {
             Store::Memory(m) => m.list_pending(),
-            Store::Redis(r) => r.list_pending().await?,
+            Store::Redis(r) => r.list_pending(now).await?,
         };
         records.retain(|r| r.status == Status::Pending && r.expires_at > now);
         records.sort_by_key(|r| r.created_at);
