@@ -305,7 +305,7 @@ impl Store {
         }
     }
 
-    /// Whether the store answers (Redis: `PING` within the timeout); memory always does.
+    /// Whether the store answers (Redis: takes a write within the timeout); memory always does.
     pub async fn ping(&self) -> Result<(), StoreError> {
         match self {
             Store::Memory(_) => Ok(()),

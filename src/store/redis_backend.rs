@@ -7,7 +7,7 @@
 //! creation time; `waiting:<userid>` a sorted set of each user's approvals by expiry (for
 //! `MaxPendingApprovals`); `once:<nonce>` single-use markers (SET NX PX); `rate:…` and
 //! `slots:…` the per-caller limits (see `rate.rs`); `rejected:…` and `accepted:…` the
-//! rejected-token lockout (see `lockout.rs`).
+//! rejected-token lockout (see `lockout.rs`); `ready` the readiness probe's write.
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -35,6 +35,8 @@ const LIST_ROUNDS: usize = 16;
 /// [`RETAIN_SECONDS`]: index entries older than that are trimmed at every creation, so
 /// the index stays bounded also when nobody opens the page.
 pub(super) const INDEX_KEEP: u64 = crate::config::APPROVAL_TIMEOUT_RANGE.1 + RETAIN_SECONDS;
+/// The readiness probe's key lives this long (ms): every replica rewrites it every 10 s.
+const READY_PROBE_MS: u64 = 60_000;
 
 pub struct RedisStore {
     client: Client,
@@ -339,9 +341,20 @@ impl RedisStore {
         .map(|_| ())
     }
 
+    /// A write, not a `PING`: a read-only replica (the wrong Redis after a failover), a
+    /// Redis out of memory or refusing writes after a failed save answers `PING` and
+    /// refuses every admission and approval, so a replica on it must not look ready.
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        self.run(|mut c| async move { redis::cmd("PING").query_async::<()>(&mut c).await })
-            .await
+        self.run(|mut c| async move {
+            redis::cmd("SET")
+                .arg(format!("{PREFIX}ready"))
+                .arg(1)
+                .arg("PX")
+                .arg(READY_PROBE_MS)
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
     }
 
     pub(super) async fn use_once(&self, nonce: &str, ttl: Duration) -> Result<bool, StoreError> {
