@@ -174,6 +174,9 @@ async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
 /// write, so every call with a limit and every page approval fails there (`internal_error`,
 /// seen with the MCP Python SDK). Before, a sidecar on it was ready (`/readyz` 200,
 /// `shared_store_up` 1) and a load balancer kept sending it calls; the probe now writes.
+/// A token lookup is refused as on a Redis that does not answer: before, the lockout
+/// check read the replica and let Zabbix be asked, and the rejection it could not record
+/// went uncounted by the other replicas.
 #[tokio::test]
 async fn a_read_only_replica_is_not_ready() {
     let lab = common::lab(7);
@@ -191,6 +194,12 @@ async fn a_read_only_replica_is_not_ready() {
         .await
         .expect("replicaof");
     let guard = common::start_with(config(&lab.url, &redis.url())).await;
+    let (status, body) = initialize(&guard.url, &lab.token).await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(
+        body["message"], "cannot check the rejected-token lockout: the shared store failed",
+        "{body}"
+    );
     let (status, ready) = get(&guard, "/readyz").await;
     assert_eq!(status, 503, "{ready}");
     let reason = ready["reason"].as_str().expect("reason");

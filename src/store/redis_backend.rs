@@ -35,7 +35,7 @@ const LIST_ROUNDS: usize = 16;
 /// [`RETAIN_SECONDS`]: index entries older than that are trimmed at every creation, so
 /// the index stays bounded also when nobody opens the page.
 pub(super) const INDEX_KEEP: u64 = crate::config::APPROVAL_TIMEOUT_RANGE.1 + RETAIN_SECONDS;
-/// The readiness probe's key lives this long (ms): every replica rewrites it every 10 s.
+/// The write probe's key lives this long (ms): every replica rewrites it every 10 s.
 const READY_PROBE_MS: u64 = 60_000;
 
 pub struct RedisStore {
@@ -347,7 +347,7 @@ impl RedisStore {
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
         self.run(|mut c| async move {
             redis::cmd("SET")
-                .arg(format!("{PREFIX}ready"))
+                .arg(probe_key())
                 .arg(1)
                 .arg("PX")
                 .arg(READY_PROBE_MS)
@@ -373,6 +373,11 @@ impl RedisStore {
             .await?;
         Ok(reply.is_some())
     }
+}
+
+/// The key that readiness (and the lockout check) write to learn that Redis takes writes.
+fn probe_key() -> String {
+    format!("{PREFIX}ready")
 }
 
 fn record_key(id: &str) -> String {
