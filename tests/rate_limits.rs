@@ -382,6 +382,52 @@ async fn a_slow_redis_is_waited_for_and_a_call_that_gave_up_holds_no_slot() {
     patient.stop().await;
 }
 
+/// Redis restarted empty while a call runs (`FLUSHALL` on a Redis of the test's own): the
+/// call's next lease renewal (every 10 s) puts its slots back, and the user's next call is
+/// refused while it runs. Before, a renewal extended only a lease still there, and the
+/// user's next call was admitted beside the running one under `MaxConcurrent=1`.
+#[tokio::test]
+async fn a_lease_redis_lost_is_put_back_while_its_call_runs() {
+    let redis = common::redis_server::RedisServer::start().await;
+    let stub = gated_stub().await;
+    let mut config = shared(config(&stub.url, None), &redis.url());
+    config.caller_limits.max_concurrent = std::num::NonZeroU32::new(1);
+    // The held call outlives a renewal (every 10 s): Zabbix is waited for a minute.
+    config.timeout = Duration::from_secs(60);
+    let guard = common::start_with(config).await;
+    let held = hold_one(&guard, &stub).await;
+
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let () = redis::cmd("FLUSHALL")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    common::eventually("the running call's lease to be put back", WAIT, || async {
+        let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("zmg:slots:*")
+            .query_async(&mut connection)
+            .await
+            .ok()?;
+        (!keys.is_empty()).then_some(())
+    })
+    .await;
+    let other = common::client(&guard, "another-token-same-user").await;
+    let body = common::tool_error(&other, "host_get", json!({})).await;
+    assert_eq!(body["code"], "rate_limited", "{body}");
+    assert_eq!(body["data"]["scope"], "max_concurrent", "{body}");
+    assert_eq!(
+        stub.held.load(Ordering::SeqCst),
+        1,
+        "nothing sent to Zabbix"
+    );
+
+    stub.gate.add_permits(100);
+    assert!(held.await.unwrap(), "the held call completes");
+    guard.stop().await;
+}
+
 /// Waits until the calls so far gave their concurrency slots back (a slot set is deleted
 /// with its last lease), so that a pause holds nothing of theirs.
 async fn no_slot_held(redis: &common::redis_server::RedisServer) {

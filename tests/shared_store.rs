@@ -170,6 +170,54 @@ async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
     guard.stop().await;
 }
 
+/// The wrong Redis after a failover: a read-only replica answers `PING` and refuses every
+/// write, so every call with a limit and every page approval fails there (`internal_error`,
+/// seen with the MCP Python SDK). Before, a sidecar on it was ready (`/readyz` 200,
+/// `shared_store_up` 1) and a load balancer kept sending it calls; the probe now writes.
+/// A token lookup is refused as on a Redis that does not answer: before, the lockout
+/// check read the replica and let Zabbix be asked, and the rejection it could not record
+/// went uncounted by the other replicas.
+#[tokio::test]
+async fn a_read_only_replica_is_not_ready() {
+    let lab = common::lab(7);
+    let redis = common::redis_server::RedisServer::start().await;
+    // A replica of a primary that is not there: read-only, answering PING.
+    let client = redis::Client::open(redis.url()).expect("url");
+    let mut connection = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(common::free_port())
+        .query_async(&mut connection)
+        .await
+        .expect("replicaof");
+    let guard = common::start_with(config(&lab.url, &redis.url())).await;
+    let (status, body) = initialize(&guard.url, &lab.token).await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(
+        body["message"], "cannot check the rejected-token lockout: the shared store failed",
+        "{body}"
+    );
+    let (status, ready) = get(&guard, "/readyz").await;
+    assert_eq!(status, 503, "{ready}");
+    let reason = ready["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with("shared store unreachable: ") && reason.contains("read only replica"),
+        "{reason}"
+    );
+    let metrics = get(&guard, "/metrics").await.1;
+    let metrics = metrics.as_str().expect("text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "zabbix_mcp_guard_shared_store_up 0"),
+        "{metrics}"
+    );
+    guard.stop().await;
+}
+
 /// `rediss://`: the released binary reaches a Redis that serves TLS only, verifying its
 /// certificate against the system's roots, which `SSL_CERT_FILE` points elsewhere (here at
 /// the test CA); a Redis whose certificate it cannot verify counts as unreachable. Before,

@@ -37,6 +37,7 @@ use ipnet::IpNet;
 
 use crate::exposure::ToolRule;
 
+pub(crate) use build::APPROVAL_TIMEOUT_RANGE;
 pub use caller_limits::CallerLimits;
 pub use diff::changed;
 pub use error::{At, ConfigError, Origin};

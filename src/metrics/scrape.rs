@@ -182,7 +182,7 @@ impl Collector for Scrape {
             gauge(
                 &mut encoder,
                 "shared_store_up",
-                "Whether the shared store (SharedStore=redis://...) answered PING at the last readiness check (every 10 s)",
+                "Whether the shared store (SharedStore=redis://...) answered and took a write at the last readiness check (every 10 s)",
                 u64::from(up),
             )?;
         }

@@ -101,12 +101,7 @@ pub struct Admission {
 enum Release {
     None,
     Memory(Arc<MemoryLimiter>, Vec<SlotKey>),
-    Redis {
-        store: Arc<Store>,
-        buckets: Vec<String>,
-        lease: String,
-        renewing: CancellationToken,
-    },
+    Redis { renewing: CancellationToken },
 }
 
 impl SlotKey {
@@ -296,35 +291,31 @@ async fn admit_shared(
         });
     }
     let renewing = CancellationToken::new();
-    tokio::spawn(renew(
-        store.clone(),
-        buckets.clone(),
-        admit.lease.clone(),
-        renewing.clone(),
-    ));
+    tokio::spawn(renew(store.clone(), buckets, admit.lease, renewing.clone()));
     Ok(Admission {
-        release: Release::Redis {
-            store: store.clone(),
-            buckets,
-            lease: admit.lease,
-            renewing,
-        },
+        release: Release::Redis { renewing },
     })
 }
 
-/// Keeps a long call's leases alive until it ends (or the process dies).
+/// Keeps a long call's leases alive until it ends (or the process dies), then gives them
+/// back. One task does both, in order: a renewal puts back a lease Redis lost, so one sent
+/// after the release (the call ending as a renewal starts) would hold a slot for
+/// [`LEASE_TTL`] after its call.
 async fn renew(store: Arc<Store>, buckets: Vec<String>, lease: String, stop: CancellationToken) {
     let Store::Redis(redis) = &*store else {
         return;
     };
     loop {
         tokio::select! {
-            () = stop.cancelled() => return,
+            () = stop.cancelled() => break,
             () = tokio::time::sleep(LEASE_RENEW) => {}
         }
         if let Err(error) = redis.rate_renew(&buckets, &lease, LEASE_TTL).await {
             tracing::warn!(%error, "concurrency lease not renewed");
         }
+    }
+    if let Err(error) = redis.rate_release(&buckets, &lease).await {
+        tracing::warn!(%error, "concurrency lease not released; it lapses");
     }
 }
 
@@ -333,15 +324,8 @@ impl Drop for Admission {
         match std::mem::replace(&mut self.release, Release::None) {
             Release::None => {}
             Release::Memory(memory, slots) => memory.release(&slots),
-            Release::Redis {
-                store,
-                buckets,
-                lease,
-                renewing,
-            } => {
-                renewing.cancel();
-                release_later(store, buckets, lease);
-            }
+            // The renewing task gives the leases back once it has stopped renewing.
+            Release::Redis { renewing } => renewing.cancel(),
         }
     }
 }

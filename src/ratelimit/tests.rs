@@ -299,6 +299,49 @@ async fn a_redis_lease_lapses_when_its_holder_stops_renewing() {
     );
 }
 
+/// Redis restarted empty (or a failover to a replica that had not got the lease) while a
+/// call runs: its next renewal puts the lease back. Before, the renewal extended only a
+/// lease still there, and the user's calls ran beyond the cap until the held ones ended.
+#[tokio::test]
+async fn a_lease_redis_lost_is_put_back_by_its_renewal() {
+    let redis = crate::store::own_redis::OwnRedis::start();
+    let store = Store::open(
+        Some(&redis.url()),
+        std::time::Duration::from_secs(5),
+        Some(&[7; 32]),
+    )
+    .expect("redis");
+    let Store::Redis(r) = &store else {
+        panic!("redis")
+    };
+    let bucket = unique("lost");
+    let admit = |lease: &str| crate::store::RateAdmit {
+        rates: Vec::new(),
+        slots: vec![(bucket.clone(), 1)],
+        lease: lease.into(),
+        lease_ttl: std::time::Duration::from_secs(30),
+    };
+    use crate::store::AdmitReply::{Admitted, Slots};
+    assert_eq!(
+        r.rate_admit(&admit("running")).await.expect("redis"),
+        Admitted
+    );
+    let mut c = redis.connection().expect("redis");
+    let () = redis::cmd("FLUSHALL").query(&mut c).expect("flush");
+    r.rate_renew(
+        std::slice::from_ref(&bucket),
+        "running",
+        std::time::Duration::from_secs(30),
+    )
+    .await
+    .expect("renew");
+    assert_eq!(
+        r.rate_admit(&admit("second")).await.expect("redis"),
+        Slots { index: 0 },
+        "the running call's lease was not put back"
+    );
+}
+
 #[tokio::test]
 async fn the_shared_limiter_gives_slots_back_when_a_call_ends() {
     let l = RateLimiter::new(redis(), None, NonZeroU32::new(1), Arc::default());

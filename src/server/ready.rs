@@ -1,5 +1,5 @@
 //! Readiness from cached state: a background task asks Zabbix for its version, and the
-//! shared store (`SharedStore=redis://…`) for a `PING`, every [`REFRESH_INTERVAL`];
+//! shared store (`SharedStore=redis://…`) to take a write, every [`REFRESH_INTERVAL`];
 //! `/readyz` and `/metrics` read the last answers instead of calling either on every
 //! probe. Until the first answers are in, a probe waits for them (bounded by `Timeout`).
 

@@ -5,10 +5,14 @@
 //! approved payload is redeemed once, also under a race across replicas.
 
 mod memory;
+#[cfg(test)]
+pub(crate) mod own_redis;
 mod redis_backend;
 mod seal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_index;
 #[cfg(test)]
 mod tests_seal;
 
@@ -212,7 +216,7 @@ impl Store {
     pub async fn list_pending(&self, now: u64) -> Result<Vec<ApprovalRecord>, StoreError> {
         let mut records = match self {
             Store::Memory(m) => m.list_pending(),
-            Store::Redis(r) => r.list_pending().await?,
+            Store::Redis(r) => r.list_pending(now).await?,
         };
         records.retain(|r| r.status == Status::Pending && r.expires_at > now);
         records.sort_by_key(|r| r.created_at);
@@ -304,7 +308,7 @@ impl Store {
         }
     }
 
-    /// Whether the store answers (Redis: `PING` within the timeout); memory always does.
+    /// Whether the store answers (Redis: takes a write within the timeout); memory always does.
     pub async fn ping(&self) -> Result<(), StoreError> {
         match self {
             Store::Memory(_) => Ok(()),

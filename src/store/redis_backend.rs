@@ -7,7 +7,7 @@
 //! creation time; `waiting:<userid>` a sorted set of each user's approvals by expiry (for
 //! `MaxPendingApprovals`); `once:<nonce>` single-use markers (SET NX PX); `rate:…` and
 //! `slots:…` the per-caller limits (see `rate.rs`); `rejected:…` and `accepted:…` the
-//! rejected-token lockout (see `lockout.rs`).
+//! rejected-token lockout (see `lockout.rs`); `ready` the readiness probe's write.
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -27,6 +27,16 @@ pub use rate::{AdmitReply, RateAdmit};
 const PREFIX: &str = "zmg:";
 /// At most this many pending approvals are listed.
 const LIST_MAX: isize = 1000;
+/// A listing drops dead entries from the pending index (approvals past their expiry,
+/// decided, or retired) and reads on, at most this many times: enough that a page view
+/// gets past the dead entries one user can leave in an hour, bounded all the same.
+const LIST_ROUNDS: usize = 16;
+/// No record outlives its creation by more than the longest `ApprovalTimeout` plus
+/// [`RETAIN_SECONDS`]: index entries older than that are trimmed at every creation, so
+/// the index stays bounded also when nobody opens the page.
+pub(super) const INDEX_KEEP: u64 = crate::config::APPROVAL_TIMEOUT_RANGE.1 + RETAIN_SECONDS;
+/// The write probe's key lives this long (ms): every replica rewrites it every 10 s.
+const READY_PROBE_MS: u64 = 60_000;
 
 pub struct RedisStore {
     client: Client,
@@ -53,6 +63,7 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
   if redis.call('HGET', ARGV[6] .. other, 'state') == 'pending' then waiting = waiting + 1 end
 end
 if waiting >= tonumber(ARGV[9]) then return {'full'} end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[10])
 redis.call('HSET', KEYS[2], 'record', ARGV[2], 'status', ARGV[3], 'state', 'pending', 'expires_at', ARGV[7])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
@@ -161,6 +172,7 @@ impl RedisStore {
                     .arg(new.expires_at)
                     .arg(now)
                     .arg(max_pending)
+                    .arg(now.saturating_sub(INDEX_KEEP))
                     .invoke_async(&mut c)
                     .await
             })
@@ -195,40 +207,82 @@ impl RedisStore {
         Ok(record.zip(status))
     }
 
-    pub(super) async fn list_pending(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
-        let ids: Vec<String> = self
-            .run(|mut c| async move {
-                redis::cmd("ZRANGE")
+    /// The approvals still pending at `now`, up to [`LIST_MAX`]. Entries of approvals no
+    /// longer pending (past their expiry, decided, retired by Redis' TTL) are dropped from
+    /// the index as they are met: an approval nobody retries stays in Redis for an hour
+    /// past its expiry, and such entries, oldest first, would otherwise fill the listing
+    /// and hide the approvals that wait (one user with a short `ApprovalTimeout` left
+    /// more than LIST_MAX of them within the hour).
+    pub(super) async fn list_pending(&self, now: u64) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let mut records = Vec::new();
+        for _ in 0..LIST_ROUNDS {
+            let ids: Vec<String> = self
+                .run(|mut c| async move {
+                    redis::cmd("ZRANGE")
+                        .arg(format!("{PREFIX}pending"))
+                        .arg(0)
+                        .arg(LIST_MAX - 1)
+                        .query_async(&mut c)
+                        .await
+                })
+                .await?;
+            let full = ids.len() >= usize::try_from(LIST_MAX).unwrap_or(usize::MAX);
+            records.clear();
+            let mut dead = Vec::new();
+            for (id, stored) in ids.iter().zip(self.stored_many(&ids).await?) {
+                let Some((record, status)) = stored else {
+                    dead.push(id.as_str());
+                    continue;
+                };
+                match self.decode(id, &record, &status) {
+                    Ok(r) if r.status == Status::Pending && r.expires_at > now => records.push(r),
+                    Ok(_) => dead.push(id.as_str()),
+                    // One record nobody can read (not signed with the key) hides no other.
+                    Err(StoreError::Corrupt(reason)) => {
+                        tracing::warn!(approval_id = %id, %reason, "unreadable approval left out");
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+            if dead.is_empty() {
+                break;
+            }
+            self.run(|mut c| async move {
+                redis::cmd("ZREM")
                     .arg(format!("{PREFIX}pending"))
-                    .arg(0)
-                    .arg(LIST_MAX - 1)
-                    .query_async(&mut c)
+                    .arg(&dead)
+                    .query_async::<i64>(&mut c)
                     .await
             })
             .await?;
-        let mut records = Vec::with_capacity(ids.len());
-        for id in ids {
-            match self.get(&id).await {
-                Ok(Some(record)) => records.push(record),
-                // One record nobody can read (not signed with the key) hides no other.
-                Err(StoreError::Corrupt(reason)) => {
-                    tracing::warn!(approval_id = %id, %reason, "unreadable approval left out");
-                }
-                Err(error) => return Err(error),
-                // Retired by Redis' TTL: drop it from the index too.
-                Ok(None) => {
-                    self.run(|mut c| async move {
-                        redis::cmd("ZREM")
-                            .arg(format!("{PREFIX}pending"))
-                            .arg(&id)
-                            .query_async::<i64>(&mut c)
-                            .await
-                    })
-                    .await?;
-                }
+            if !full {
+                break;
             }
         }
         Ok(records)
+    }
+
+    /// The stored texts of many records, in one round trip.
+    async fn stored_many(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<Option<(String, String)>>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let replies: Vec<(Option<String>, Option<String>)> = self
+            .run(|mut c| async move {
+                let mut pipe = redis::pipe();
+                for id in ids {
+                    pipe.cmd("HMGET")
+                        .arg(record_key(id))
+                        .arg("record")
+                        .arg("status");
+                }
+                pipe.query_async(&mut c).await
+            })
+            .await?;
+        Ok(replies.into_iter().map(|(r, s)| r.zip(s)).collect())
     }
 
     /// Read first, then one script that changes the status only if it is still the very
@@ -287,9 +341,20 @@ impl RedisStore {
         .map(|_| ())
     }
 
+    /// A write, not a `PING`: a read-only replica (the wrong Redis after a failover), a
+    /// Redis out of memory or refusing writes after a failed save answers `PING` and
+    /// refuses every admission and approval, so a replica on it must not look ready.
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        self.run(|mut c| async move { redis::cmd("PING").query_async::<()>(&mut c).await })
-            .await
+        self.run(|mut c| async move {
+            redis::cmd("SET")
+                .arg(probe_key())
+                .arg(1)
+                .arg("PX")
+                .arg(READY_PROBE_MS)
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
     }
 
     pub(super) async fn use_once(&self, nonce: &str, ttl: Duration) -> Result<bool, StoreError> {
@@ -308,6 +373,11 @@ impl RedisStore {
             .await?;
         Ok(reply.is_some())
     }
+}
+
+/// The key that readiness (and the lockout check) write to learn that Redis takes writes.
+fn probe_key() -> String {
+    format!("{PREFIX}ready")
 }
 
 fn record_key(id: &str) -> String {

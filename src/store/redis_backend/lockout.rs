@@ -15,11 +15,15 @@ use redis::Script;
 use super::super::StoreError;
 use super::{PREFIX, RedisStore};
 
-// KEYS: the source's set, the token's accepted marker. ARGV: the most rejections.
-// Returns the milliseconds the source stays locked out for this token; 0 when it is not.
+// KEYS: the source's set, the token's accepted marker, the write probe. ARGV: the most
+// rejections, the probe's life in ms. Returns the milliseconds the source stays locked
+// out for this token; 0 when it is not. It writes first: a Redis that takes no writes (a
+// read-only replica, one over its maxmemory) answers the reads, but would not count this
+// lookup's rejection, and each replica would go on with its own budget unseen.
 static CHECK: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
 if redis.call('SCARD', KEYS[1]) < tonumber(ARGV[1]) then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 local left = redis.call('PTTL', KEYS[1])
@@ -58,7 +62,9 @@ impl RedisStore {
                 CHECK
                     .key(rejected_key(source))
                     .key(accepted_key(digest))
+                    .key(super::probe_key())
                     .arg(max)
+                    .arg(super::READY_PROBE_MS)
                     .invoke_async(&mut c)
                     .await
             })

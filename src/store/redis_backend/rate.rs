@@ -81,7 +81,11 @@ return {'ok', 0, 0}
     )
 });
 
-// KEYS: slot sets. ARGV: lease, ttl µs. Extends the lease where it is still held.
+// KEYS: slot sets. ARGV: lease, ttl µs. Extends the lease, and puts it back where Redis
+// lost it (restarted empty, a failover to a replica that had not got it, a renewal
+// missed for longer than the TTL): the call still runs, so it still holds a slot. Only
+// the renewal of a running call sends this (stopped before the release), so a released
+// lease comes back only if a renewal already sent races the release, and then lapses.
 static RENEW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -89,9 +93,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl = tonumber(ARGV[2])
 for i = 1, #KEYS do
-  if redis.call('ZADD', KEYS[i], 'XX', 'CH', now + ttl, ARGV[1]) == 1 then
-    redis.call('PEXPIRE', KEYS[i], math.floor(ttl / 1000) + 1)
-  end
+  redis.call('ZADD', KEYS[i], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', KEYS[i], math.floor(ttl / 1000) + 1)
 end
 return 1
 ",
