@@ -259,6 +259,31 @@ async fn a_result_we_cannot_read_is_an_internal_error() {
     guard.stop().await;
 }
 
+/// An answer with more records than the read asked for (`limit` + 1) is not the answer
+/// asked for: refused as an invalid response while it is read, before its records cost
+/// memory (a 15 MB answer of tiny records took some 300 MB before).
+#[tokio::test]
+async fn more_records_than_asked_for_are_an_invalid_response() {
+    let records: Vec<Value> = (0..7).map(|n| json!({"hostid": n.to_string()})).collect();
+    let (stub_url, _stub) = common::stub::start_answering(Duration::ZERO, json!(records)).await;
+    let guard = start_with(config_for(&stub_url)).await;
+    let client = common::client(&guard, "stub-token").await;
+    let err = tool_error(&client, "host_get", json!({"limit": 5})).await;
+    assert_eq!(err["code"], "upstream_unavailable", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("not the answer asked for (at most 6 records): more elements"),
+        "{err}"
+    );
+    // Six, the one more that says more exist, are what a read asks for.
+    let env = read(&client, "host_get", json!({"limit": 6})).await;
+    assert_eq!(env["count"], 6, "{env}");
+    assert_eq!(env["truncated_by"], "count", "{env}");
+    guard.stop().await;
+}
+
 /// A failed resource read is a JSON-RPC error whose data names the same code a tool
 /// call would get.
 #[tokio::test]

@@ -262,9 +262,11 @@ async fn call_read(
     } = *call;
     let request = params::read_params(def, query, arguments, version)
         .map_err(|e| ZabbixError::Request(format!("serializing the params: {e}")))?;
+    // The params ask for one more than `limit` (`params::read_params`).
+    let asked = usize::try_from(arguments.limit()).map_or(usize::MAX, |l| l.saturating_add(1));
     let reply = app
         .zabbix
-        .call_raw(def.method, request, Some((&caller.token, version)))
+        .call_raw(def.method, request, asked, Some((&caller.token, version)))
         .await?;
     let Some(elements) = reply.elements() else {
         return Err(ToolError::NotAList { method: def.method });
