@@ -308,3 +308,34 @@ async fn resource_errors_carry_the_error_code() {
     assert!(error.message.contains("did not answer"), "{error:?}");
     guard.stop().await;
 }
+
+/// A record nested as deep as the scan takes is still one a client can read: the response
+/// puts it two levels deeper (`result`, `structuredContent`), and rmcp's client, reading
+/// with serde_json, stops at 128. Nested deeper, it is an invalid response, a tool error;
+/// before, 125 levels in a record passed and the client failed the call ("recursion limit
+/// exceeded").
+#[tokio::test]
+async fn records_nested_too_deep_for_a_client_are_an_invalid_response() {
+    let nested = |levels: usize| (0..levels).fold(json!([]), |inner, _| json!([inner]));
+    for (levels, readable) in [(60, true), (124, false)] {
+        let (stub_url, _stub) = common::stub::start_answering(
+            Duration::ZERO,
+            json!([{"hostid": "1", "x": nested(levels)}]),
+        )
+        .await;
+        let guard = start_with(config_for(&stub_url)).await;
+        let client = common::client(&guard, "stub-token").await;
+        if readable {
+            let env = read(&client, "host_get", json!({})).await;
+            assert_eq!(env["count"], 1, "{env}");
+        } else {
+            let err = tool_error(&client, "host_get", json!({})).await;
+            assert_eq!(err["code"], "upstream_unavailable", "{err}");
+            assert!(
+                err["message"].as_str().unwrap().contains("nested too deep"),
+                "{err}"
+            );
+        }
+        guard.stop().await;
+    }
+}

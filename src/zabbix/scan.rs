@@ -9,10 +9,11 @@ use std::ops::Range;
 
 use crate::{simd, swar};
 
-/// How deep arrays and objects may nest. serde_json reads its own values up to 128 levels;
-/// the members it skips, without a limit. Ours is a recursion, so it has one for all: a
-/// Zabbix answer nests five levels at most.
-const MAX_DEPTH: usize = 128;
+/// How deep arrays and objects may nest. A Zabbix answer nests five levels at most; a
+/// read's records sit two levels deeper in the MCP response (`result`,
+/// `structuredContent`), which clients reading with serde_json (rmcp's) refuse past 128
+/// levels, failing the call. Ours is a recursion, so it has a limit for all values.
+const MAX_DEPTH: usize = 64;
 
 /// Where and why a body is not JSON (or not an answer we read).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
