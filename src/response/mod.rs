@@ -5,6 +5,8 @@
 //! the size limit, so the limit holds for exactly the JSON text the agent receives.
 
 pub mod record;
+#[cfg(test)]
+mod tests_generated;
 
 use serde_json::Value;
 
