@@ -239,24 +239,27 @@ async fn output_extend_is_never_sent() {
 }
 
 /// A Zabbix answer of the wrong shape is our failure to understand it, not Zabbix being
-/// down: `internal_error`, with the decision_id.
+/// down: `internal_error`, with the decision_id. A list holding other than records is one
+/// (before, it was sent, and the tool's output schema, which promises objects, failed the
+/// call in clients that check it: "data/results/1 must be object" in the Inspector).
 #[tokio::test]
 async fn a_result_we_cannot_read_is_an_internal_error() {
-    let (stub_url, _stub) =
-        common::stub::start_answering(Duration::ZERO, json!({"hostid": "1"})).await;
-    let guard = start_with(config_for(&stub_url)).await;
-    let client = common::client(&guard, "stub-token").await;
-    let err = tool_error(&client, "host_get", json!({})).await;
-    assert_eq!(err["code"], "internal_error", "{err}");
-    assert!(
-        err["message"]
-            .as_str()
-            .unwrap()
-            .contains("host.get did not return a list"),
-        "{err}"
-    );
-    assert!(err["decision_id"].is_string(), "{err}");
-    guard.stop().await;
+    for result in [json!({"hostid": "1"}), json!([{"hostid": "1"}, 7])] {
+        let (stub_url, _stub) = common::stub::start_answering(Duration::ZERO, result).await;
+        let guard = start_with(config_for(&stub_url)).await;
+        let client = common::client(&guard, "stub-token").await;
+        let err = tool_error(&client, "host_get", json!({})).await;
+        assert_eq!(err["code"], "internal_error", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("host.get did not return a list of records"),
+            "{err}"
+        );
+        assert!(err["decision_id"].is_string(), "{err}");
+        guard.stop().await;
+    }
 }
 
 /// An answer with more records than the read asked for (`limit` + 1) is not the answer

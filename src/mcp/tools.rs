@@ -18,6 +18,7 @@ use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
 use crate::response::{self, ResponseError, Shaping};
+use crate::zabbix::raw::Element;
 use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
@@ -268,7 +269,12 @@ async fn call_read(
         .zabbix
         .call_raw(def.method, request, asked, Some((&caller.token, version)))
         .await?;
-    let Some(elements) = reply.elements() else {
+    // The tool's output schema promises objects: clients that check it (the Python SDK,
+    // the Inspector) failed the whole call on a list holding anything else.
+    let records = reply
+        .elements()
+        .is_some_and(|mut all| all.all(|e| matches!(e, Element::Object(_))));
+    let (true, Some(elements)) = (records, reply.elements()) else {
         return Err(ToolError::NotAList { method: def.method });
     };
     let shaping = Shaping {
