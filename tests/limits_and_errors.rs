@@ -239,23 +239,51 @@ async fn output_extend_is_never_sent() {
 }
 
 /// A Zabbix answer of the wrong shape is our failure to understand it, not Zabbix being
-/// down: `internal_error`, with the decision_id.
+/// down: `internal_error`, with the decision_id. A list holding other than records is one
+/// (before, it was sent, and the tool's output schema, which promises objects, failed the
+/// call in clients that check it: "data/results/1 must be object" in the Inspector).
 #[tokio::test]
 async fn a_result_we_cannot_read_is_an_internal_error() {
-    let (stub_url, _stub) =
-        common::stub::start_answering(Duration::ZERO, json!({"hostid": "1"})).await;
+    for result in [json!({"hostid": "1"}), json!([{"hostid": "1"}, 7])] {
+        let (stub_url, _stub) = common::stub::start_answering(Duration::ZERO, result).await;
+        let guard = start_with(config_for(&stub_url)).await;
+        let client = common::client(&guard, "stub-token").await;
+        let err = tool_error(&client, "host_get", json!({})).await;
+        assert_eq!(err["code"], "internal_error", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("host.get did not return a list of records"),
+            "{err}"
+        );
+        assert!(err["decision_id"].is_string(), "{err}");
+        guard.stop().await;
+    }
+}
+
+/// An answer with more records than the read asked for (`limit` + 1) is not the answer
+/// asked for: refused as an invalid response while it is read, before its records cost
+/// memory (a 15 MB answer of tiny records took some 300 MB before).
+#[tokio::test]
+async fn more_records_than_asked_for_are_an_invalid_response() {
+    let records: Vec<Value> = (0..7).map(|n| json!({"hostid": n.to_string()})).collect();
+    let (stub_url, _stub) = common::stub::start_answering(Duration::ZERO, json!(records)).await;
     let guard = start_with(config_for(&stub_url)).await;
     let client = common::client(&guard, "stub-token").await;
-    let err = tool_error(&client, "host_get", json!({})).await;
-    assert_eq!(err["code"], "internal_error", "{err}");
+    let err = tool_error(&client, "host_get", json!({"limit": 5})).await;
+    assert_eq!(err["code"], "upstream_unavailable", "{err}");
     assert!(
         err["message"]
             .as_str()
             .unwrap()
-            .contains("host.get did not return a list"),
+            .contains("not the answer asked for (at most 6 records): more elements"),
         "{err}"
     );
-    assert!(err["decision_id"].is_string(), "{err}");
+    // Six, the one more that says more exist, are what a read asks for.
+    let env = read(&client, "host_get", json!({"limit": 6})).await;
+    assert_eq!(env["count"], 6, "{env}");
+    assert_eq!(env["truncated_by"], "count", "{env}");
     guard.stop().await;
 }
 
@@ -282,4 +310,35 @@ async fn resource_errors_carry_the_error_code() {
     );
     assert!(error.message.contains("did not answer"), "{error:?}");
     guard.stop().await;
+}
+
+/// A record nested as deep as the scan takes is still one a client can read: the response
+/// puts it two levels deeper (`result`, `structuredContent`), and rmcp's client, reading
+/// with serde_json, stops at 128. Nested deeper, it is an invalid response, a tool error;
+/// before, 125 levels in a record passed and the client failed the call ("recursion limit
+/// exceeded").
+#[tokio::test]
+async fn records_nested_too_deep_for_a_client_are_an_invalid_response() {
+    let nested = |levels: usize| (0..levels).fold(json!([]), |inner, _| json!([inner]));
+    for (levels, readable) in [(60, true), (124, false)] {
+        let (stub_url, _stub) = common::stub::start_answering(
+            Duration::ZERO,
+            json!([{"hostid": "1", "x": nested(levels)}]),
+        )
+        .await;
+        let guard = start_with(config_for(&stub_url)).await;
+        let client = common::client(&guard, "stub-token").await;
+        if readable {
+            let env = read(&client, "host_get", json!({})).await;
+            assert_eq!(env["count"], 1, "{env}");
+        } else {
+            let err = tool_error(&client, "host_get", json!({})).await;
+            assert_eq!(err["code"], "upstream_unavailable", "{err}");
+            assert!(
+                err["message"].as_str().unwrap().contains("nested too deep"),
+                "{err}"
+            );
+        }
+        guard.stop().await;
+    }
 }

@@ -18,6 +18,7 @@ use crate::mcp::splice::Splice;
 use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
 use crate::response::{self, ResponseError, Shaping};
+use crate::zabbix::raw::Element;
 use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
@@ -269,11 +270,18 @@ async fn call_read(
     } = *call;
     let request = params::read_params(def, query, arguments, version)
         .map_err(|e| ZabbixError::Request(format!("serializing the params: {e}")))?;
+    // The params ask for one more than `limit` (`params::read_params`).
+    let asked = usize::try_from(arguments.limit()).map_or(usize::MAX, |l| l.saturating_add(1));
     let reply = app
         .zabbix
-        .call_raw(def.method, request, Some((&caller.token, version)))
+        .call_raw(def.method, request, asked, Some((&caller.token, version)))
         .await?;
-    let Some(elements) = reply.elements() else {
+    // The tool's output schema promises objects: clients that check it (the Python SDK,
+    // the Inspector) failed the whole call on a list holding anything else.
+    let records = reply
+        .elements()
+        .is_some_and(|mut all| all.all(|e| matches!(e, Element::Object(_))));
+    let (true, Some(elements)) = (records, reply.elements()) else {
         return Err(ToolError::NotAList { method: def.method });
     };
     let shaping = Shaping {

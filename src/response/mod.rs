@@ -5,6 +5,8 @@
 //! the size limit, so the limit holds for exactly the JSON text the agent receives.
 
 pub mod record;
+#[cfg(test)]
+mod tests_generated;
 
 use serde_json::Value;
 
@@ -60,9 +62,14 @@ pub fn envelope<'a>(
 ) -> Envelope {
     let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
     let more_than_limit = elements.len() > limit_len;
-    // The envelope around the results, at its largest, counts toward the limit too.
+    // The envelope around the results, at its largest, counts toward the limit too: with
+    // the note of whichever limit may cut it (the count note is the longer one).
     let shown = elements.len().min(limit_len);
-    let frame = frame_text(limit, shown, Some(TruncatedBy::Size), shown, max_size).len();
+    let frame_of = |by| frame_text(limit, shown, Some(by), shown, max_size).len();
+    let mut frame = frame_of(TruncatedBy::Size);
+    if more_than_limit {
+        frame = frame.max(frame_of(TruncatedBy::Count));
+    }
     // Records are written straight into the text; one that would cross the size limit is
     // cut off again, so the limit is checked on exactly the bytes sent.
     let mut text = String::with_capacity(max_size.min(1 << 20));
@@ -219,6 +226,20 @@ mod tests {
             let e = of(&answer, 20, max);
             assert!(e.text.len() <= max, "{} > {max}", e.text.len());
         }
+    }
+
+    /// Cut by `limit`, the text sent fits too: its note is the count note, longer than the
+    /// size note the records were measured against (before, 13 bytes past the limit here).
+    #[test]
+    fn the_limit_counts_every_byte_when_cut_by_count() {
+        let answer = answer(6, 100);
+        let mut by_count = 0;
+        for max in 500..1200 {
+            let e = of(&answer, 5, max);
+            assert!(e.text.len() <= max, "{} > {max}", e.text.len());
+            by_count += usize::from(e.truncated_by == Some(TruncatedBy::Count));
+        }
+        assert!(by_count > 0);
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub(crate) fn request(body: &[u8]) -> Option<(RequestId, ClientRequest)> {
 
 /// A `tools/call` or `tools/list` request shaped as one; `None` for anything else.
 fn quick(body: &[u8]) -> Option<(RequestId, ClientRequest)> {
-    let spans = scan::answer(body).ok()?;
+    // A request has no result: one that names a non-empty one is not read here.
+    let spans = scan::answer(body, 0).ok()?;
     if spans.result_or_error_named {
         return None;
     }

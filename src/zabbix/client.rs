@@ -214,16 +214,18 @@ impl ZabbixClient {
     }
 
     /// Builds and sends one call and keeps its result as Zabbix's text (reads: no value
-    /// tree is built for the records).
+    /// tree is built for the records). A result array longer than `max_elements` (the
+    /// `limit` the params ask for) is an invalid response.
     pub async fn call_raw(
         &self,
         method: Method,
         params: ParamsText,
+        max_elements: usize,
         token: Option<(&ApiToken, ZabbixVersion)>,
     ) -> Result<RawReply, ZabbixError> {
         let payload = self.payload_text(method, params)?;
         let body = self.send_body(&payload, token).await?;
-        let answer = raw::answer(body, payload.id).map_err(|error| {
+        let answer = raw::answer(body, payload.id, max_elements).map_err(|error| {
             if matches!(error, raw::RawError::WrongId { .. }) {
                 self.out_of_step();
             }

@@ -39,6 +39,11 @@ pub enum RawError {
     /// the connection. Never taken for this request's.
     #[error("the answer's id is {found}, not {sent}, the id of the request sent")]
     WrongId { sent: u64, found: String },
+    /// A result longer than the request's `limit`, or with a record wider than any of
+    /// Zabbix's: not the answer asked for (the scan stops there, before its spans grow
+    /// with the body).
+    #[error("not the answer asked for (at most {asked} records): {error}")]
+    NotAsked { asked: usize, error: ScanError },
 }
 
 /// One element of a result array: an object's members, or any other value's text.
@@ -154,8 +159,9 @@ impl<'a> Iterator for Members<'a> {
 impl ExactSizeIterator for Members<'_> {}
 
 /// Reads a JSON-RPC answer: checks it is a JSON object and finds its `result` or `error`
-/// and the result's elements, in one pass (a member named twice is an error).
-pub fn answer(body: Bytes, sent_id: u64) -> Result<Answer, RawError> {
+/// and the result's elements, at most `max_elements`, in one pass (a member named twice is
+/// an error).
+pub fn answer(body: Bytes, sent_id: u64, max_elements: usize) -> Result<Answer, RawError> {
     // Said as it is, rather than as the scan's "expected an object at byte 0".
     let first = body
         .iter()
@@ -165,7 +171,16 @@ pub fn answer(body: Bytes, sent_id: u64) -> Result<Answer, RawError> {
     }
     // The body's buffer becomes the text's without a copy when nothing else shares it.
     let body = scan::text(Vec::from(body))?;
-    let spans = scan::answer_text(&body)?;
+    let spans = scan::answer_text(&body, max_elements).map_err(|error| {
+        if error.not_asked() {
+            RawError::NotAsked {
+                asked: max_elements,
+                error,
+            }
+        } else {
+            RawError::NotJson(error)
+        }
+    })?;
     let found = spans.id.and_then(|id| body.get(id)).unwrap_or("none");
     if !same_id(found, sent_id) {
         return Err(RawError::WrongId {
@@ -206,7 +221,11 @@ pub fn unquote(quoted: &str) -> Cow<'_, str> {
 /// The reply whose `result` is `text` (JSON), for tests that start from a result.
 #[cfg(test)]
 pub fn reply_of(text: &str) -> RawReply {
-    match answer(Bytes::from(format!("{{\"result\":{text},\"id\":1}}")), 1) {
+    match answer(
+        Bytes::from(format!("{{\"result\":{text},\"id\":1}}")),
+        1,
+        usize::MAX,
+    ) {
         Ok(Answer::Result(reply)) => reply,
         other => panic!("not a result: {other:?}"),
     }
@@ -273,7 +292,7 @@ mod tests {
     }
 
     fn read(body: &[u8]) -> Result<Answer, RawError> {
-        answer(Bytes::copy_from_slice(body), 3)
+        answer(Bytes::copy_from_slice(body), 3, usize::MAX)
     }
 
     #[test]
@@ -310,6 +329,12 @@ mod tests {
         assert!(matches!(read(b" [1]"), Err(RawError::NotObject)));
         let bad = read(b"{\"result\":\"\xff\"}").unwrap_err();
         assert_eq!(bad.to_string(), "not JSON-RPC: not UTF-8 at byte 11");
+        let more = answer(Bytes::from_static(b"{\"result\":[1,2],\"id\":3}"), 3, 1).unwrap_err();
+        assert_eq!(
+            more.to_string(),
+            "not the answer asked for (at most 1 records): more elements in the result than \
+             asked for at byte 13"
+        );
         let bad = read(b"{\"result\":[1,}").unwrap_err();
         assert_eq!(bad.to_string(), "not JSON-RPC: expected a value at byte 13");
     }

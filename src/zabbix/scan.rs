@@ -9,10 +9,11 @@ use std::ops::Range;
 
 use crate::{simd, swar};
 
-/// How deep arrays and objects may nest. serde_json reads its own values up to 128 levels;
-/// the members it skips, without a limit. Ours is a recursion, so it has one for all: a
-/// Zabbix answer nests five levels at most.
-const MAX_DEPTH: usize = 128;
+/// How deep arrays and objects may nest. A Zabbix answer nests five levels at most; a
+/// read's records sit two levels deeper in the MCP response (`result`,
+/// `structuredContent`), which clients reading with serde_json (rmcp's) refuse past 128
+/// levels, failing the call. Ours is a recursion, so it has a limit for all values.
+const MAX_DEPTH: usize = 64;
 
 /// Where and why a body is not JSON (or not an answer we read).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -20,6 +21,14 @@ const MAX_DEPTH: usize = 128;
 pub struct ScanError {
     what: &'static str,
     at: usize,
+}
+
+impl ScanError {
+    /// Whether the body is refused for a result longer, or with a record wider, than a
+    /// read asks for (the rest of it unread).
+    pub(crate) fn not_asked(&self) -> bool {
+        self.what == MORE_THAN_ASKED || self.what == WIDER_THAN_ASKED
+    }
 }
 
 /// The spans of an answer object's members that matter; `null` counts as absent (but for
@@ -80,10 +89,18 @@ struct Scanner<'a> {
     depth: usize,
 }
 
+/// How many members an object element of the result may have. Zabbix's records have the
+/// output fields and selects a read asks for, two dozen at most.
+const MAX_MEMBERS: usize = 256;
+
+/// What the scan says of a result longer, or with a record wider, than a read asks for.
+const MORE_THAN_ASKED: &str = "more elements in the result than asked for";
+const WIDER_THAN_ASKED: &str = "an element of the result with more than 256 members";
+
 /// Checks `body` is one JSON object and finds its `result`, `error` and `id` members (a
-/// member named twice is an error) and the result's elements.
-pub fn answer(body: &[u8]) -> Result<Spans, ScanError> {
-    answer_text(std::str::from_utf8(body).map_err(not_utf8)?)
+/// member named twice is an error) and the result's elements, at most `max_elements`.
+pub fn answer(body: &[u8], max_elements: usize) -> Result<Spans, ScanError> {
+    answer_text(std::str::from_utf8(body).map_err(not_utf8)?, max_elements)
 }
 
 /// `body` as text, checked once for all: a reply keeps it ([`crate::zabbix::raw`]).
@@ -99,7 +116,7 @@ fn not_utf8(error: std::str::Utf8Error) -> ScanError {
 }
 
 /// [`answer`] for a body already known to be UTF-8.
-pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
+pub fn answer_text(text: &str, max_elements: usize) -> Result<Spans, ScanError> {
     let body = text.as_bytes();
     let mut scanner = Scanner {
         bytes: body,
@@ -139,7 +156,7 @@ pub fn answer_text(text: &str) -> Result<Spans, ScanError> {
             return Ok(());
         }
         let elements = match s.peek() {
-            Some(b'[') if slot == Slot::Result => Some(s.elements()?),
+            Some(b'[') if slot == Slot::Result => Some(s.elements(max_elements)?),
             _ => {
                 s.value()?;
                 None
@@ -221,11 +238,18 @@ impl Scanner<'_> {
         }
     }
 
-    /// The result's elements, each object's members found as it is read.
-    fn elements(&mut self) -> Result<ElementSpans, ScanError> {
+    /// The result's elements, each object's members found as it is read; more than `max`
+    /// elements, or more than [`MAX_MEMBERS`] members in one, is an error. A read asks
+    /// Zabbix for `limit + 1` records of the fields it names: an answer with more is not
+    /// the one asked for, and its spans (24 bytes an element, 40 a member, for an element
+    /// of two bytes and a member of six) would take some 15 times the body.
+    fn elements(&mut self, max: usize) -> Result<ElementSpans, ScanError> {
         let mut out = ElementSpans::default();
         let mut sized = false;
         self.array(|s| {
+            if out.elements.len() == max {
+                return s.fail(MORE_THAN_ASKED);
+            }
             let start = s.at;
             if s.peek() != Some(b'{') {
                 s.value()?;
@@ -234,6 +258,10 @@ impl Scanner<'_> {
             }
             let first = out.members.len();
             s.object(|s, key, escaped_key| {
+                if out.members.len() - first == MAX_MEMBERS {
+                    s.at = key.start;
+                    return s.fail(WIDER_THAN_ASKED);
+                }
                 let value = s.at;
                 s.item()?;
                 out.members.push(MemberSpan {
@@ -249,7 +277,8 @@ impl Scanner<'_> {
                 // Never more than the rest could hold: a member takes five bytes at least.
                 sized = true;
                 let per_record = out.members.len() - first;
-                let rest = (s.bytes.len() - s.at) / (s.at - start).max(1);
+                let rest =
+                    ((s.bytes.len() - s.at) / (s.at - start).max(1)).min(max.saturating_sub(1));
                 out.members.reserve(per_record.saturating_mul(rest));
             }
             out.elements

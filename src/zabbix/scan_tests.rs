@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::{ElementSpan, MAX_DEPTH, answer};
+use super::{ElementSpan, MAX_DEPTH, MAX_MEMBERS, answer};
 use crate::mutate::Mutations;
 
 /// A realistic answer: escapes of every kind, numbers in every form, nesting, whitespace.
@@ -57,7 +57,7 @@ fn serde_accepts(body: &[u8]) -> bool {
 
 /// Checks the spans of an accepted body against serde_json's reading of it.
 fn check_spans(body: &[u8]) {
-    let spans = answer(body).unwrap();
+    let spans = answer(body, usize::MAX).unwrap();
     let text = std::str::from_utf8(body).unwrap();
     // A string with a lone surrogate escape is JSON but not a serde_json `Value`.
     let Ok(value) = serde_json::from_str::<Value>(text) else {
@@ -128,6 +128,8 @@ fn refuses_what_serde_json_refuses() {
         "[".repeat(MAX_DEPTH),
         "]".repeat(MAX_DEPTH)
     );
+    // The first bracket past the limit: after `{"result":` and the ones within it.
+    let deep_at = format!("nested too deep at byte {}", 10 + MAX_DEPTH - 1);
     for (body, error) in [
         ("", "expected an object at byte 0"),
         ("[1]", "expected an object at byte 0"),
@@ -161,7 +163,7 @@ fn refuses_what_serde_json_refuses() {
             r#"{"\ud800":1}"#,
             "unpaired surrogate in a \\u escape at byte 2",
         ),
-        (&deep, "nested too deep at byte 137"),
+        (&deep, &deep_at),
         (
             r#"{"result":"\udc00"}"#,
             "unpaired surrogate in a \\u escape at byte 11",
@@ -195,13 +197,15 @@ fn refuses_what_serde_json_refuses() {
     ] {
         assert!(!serde_accepts(body.as_bytes()) || body == deep, "{body}");
         assert_eq!(
-            answer(body.as_bytes()).unwrap_err().to_string(),
+            answer(body.as_bytes(), usize::MAX).unwrap_err().to_string(),
             error,
             "{body}"
         );
     }
     assert_eq!(
-        answer(b"{\"result\":\"\xff\"}").unwrap_err().to_string(),
+        answer(b"{\"result\":\"\xff\"}", usize::MAX)
+            .unwrap_err()
+            .to_string(),
         "not UTF-8 at byte 11"
     );
 }
@@ -215,7 +219,7 @@ fn agrees_with_serde_json_on_mutations() {
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..20_000 {
         let body = mutations.of(original);
-        let ours = answer(&body);
+        let ours = answer(&body, usize::MAX);
         assert_eq!(
             ours.is_ok(),
             serde_accepts(&body),
@@ -233,5 +237,50 @@ fn agrees_with_serde_json_on_mutations() {
     assert!(
         accepted > 1_000 && refused > 1_000,
         "{accepted} / {refused}"
+    );
+}
+
+/// A result with more elements than asked for is refused where the one too many starts, a
+/// record wider than `MAX_MEMBERS` where its member too many does, and the members' buffer
+/// is never sized for more records than asked for.
+#[test]
+fn refuses_more_elements_than_asked_for() {
+    let body = br#"{"result":[{"a":0},2,{"b":[1,2,3]}],"id":1}"#;
+    assert_eq!(answer(body, 3).unwrap().elements.unwrap().elements.len(), 3);
+    let error = answer(body, 2).unwrap_err();
+    assert!(error.not_asked());
+    assert_eq!(
+        error.to_string(),
+        "more elements in the result than asked for at byte 21"
+    );
+    assert!(answer(br#"{"result":[]}"#, 0).is_ok());
+    assert!(answer(br#"{"result":{"a":[1,2]}}"#, 0).is_ok());
+    assert!(!answer(b"{\"result\":[1,]}", 5).unwrap_err().not_asked());
+    let members = |n: usize| (0..n).map(|n| format!("\"k{n}\":{n}")).collect::<Vec<_>>();
+    // Wider objects elsewhere in the answer are not records.
+    let wide = |n| {
+        format!(
+            "{{\"result\":[{{{}}}],\"x\":{{{}}}}}",
+            members(n).join(","),
+            members(999).join(",")
+        )
+    };
+    assert!(answer(wide(MAX_MEMBERS).as_bytes(), 1).is_ok());
+    let body = wide(MAX_MEMBERS + 1);
+    let error = answer(body.as_bytes(), 1).unwrap_err();
+    assert!(error.not_asked());
+    let at = body.find(&format!("\"k{MAX_MEMBERS}\"")).unwrap();
+    assert_eq!(
+        error.to_string(),
+        format!("an element of the result with more than 256 members at byte {at}")
+    );
+    // A first record of one member and a megabyte after it: sized for two records, not for
+    // the 150,000 the rest could hold were they all like the first.
+    let big = format!(r#"{{"result":[{{"a":0}},"{}"]}}"#, "x".repeat(1 << 20));
+    let spans = answer(big.as_bytes(), 2).unwrap().elements.unwrap();
+    assert!(
+        spans.members.capacity() < 100,
+        "{}",
+        spans.members.capacity()
     );
 }
