@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 
 const FILE: &str = "tests/data/zabbix_mcp_server.conf";
@@ -204,15 +203,7 @@ async fn the_official_file_and_variables_start_a_working_sidecar() {
     );
     let env = common::read(&client, "zabbix_host_get", json!({"search": "mcp-web-01"})).await;
     assert_eq!(env["count"], 1, "{env}");
-    let about = client
-        .read_resource(ReadResourceRequestParams::new("zabbix://about"))
-        .await
-        .unwrap();
-    let text = match &about.contents[0] {
-        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
-        other => panic!("{other:?}"),
-    };
-    let about: Value = serde_json::from_str(&text).unwrap();
+    let about = common::about(&client).await;
     assert_eq!(about["policy"]["source"], "built-in", "{about}");
     assert_eq!(about["policy"]["loaded"], true);
     drop(client);

@@ -404,13 +404,7 @@ async fn a_lease_redis_lost_is_put_back_while_its_call_runs() {
         .await
         .unwrap();
     common::eventually("the running call's lease to be put back", WAIT, || async {
-        let mut connection = client.get_multiplexed_async_connection().await.ok()?;
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg("zmg:slots:*")
-            .query_async(&mut connection)
-            .await
-            .ok()?;
-        (!keys.is_empty()).then_some(())
+        (!slot_sets(&client).await?.is_empty()).then_some(())
     })
     .await;
     let other = common::client(&guard, "another-token-same-user").await;
@@ -433,15 +427,19 @@ async fn a_lease_redis_lost_is_put_back_while_its_call_runs() {
 async fn no_slot_held(redis: &common::redis_server::RedisServer) {
     let client = redis::Client::open(redis.url()).unwrap();
     common::eventually("the slots to be given back", WAIT, || async {
-        let mut connection = client.get_multiplexed_async_connection().await.ok()?;
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg("zmg:slots:*")
-            .query_async(&mut connection)
-            .await
-            .ok()?;
-        keys.is_empty().then_some(())
+        slot_sets(&client).await?.is_empty().then_some(())
     })
     .await;
+}
+
+/// The concurrency slot sets in Redis now; `None` when Redis could not be asked.
+async fn slot_sets(client: &redis::Client) -> Option<Vec<String>> {
+    let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+    redis::cmd("KEYS")
+        .arg("zmg:slots:*")
+        .query_async(&mut connection)
+        .await
+        .ok()
 }
 
 fn shared(config: Config, url: &str) -> Config {

@@ -159,14 +159,7 @@ async fn a_shared_store_that_does_not_answer_refuses_the_lookup() {
     let reason = ready["reason"].as_str().expect("reason");
     assert!(reason.starts_with("shared store unreachable: "), "{reason}");
     assert_eq!(ready["shared_store"]["reachable"], false, "{ready}");
-    let metrics = get(&guard, "/metrics").await.1;
-    let metrics = metrics.as_str().expect("text");
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l == "zabbix_mcp_guard_shared_store_up 0"),
-        "{metrics}"
-    );
+    shows_the_store_down(&guard).await;
     guard.stop().await;
 }
 
@@ -207,14 +200,7 @@ async fn a_read_only_replica_is_not_ready() {
         reason.starts_with("shared store unreachable: ") && reason.contains("read only replica"),
         "{reason}"
     );
-    let metrics = get(&guard, "/metrics").await.1;
-    let metrics = metrics.as_str().expect("text");
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l == "zabbix_mcp_guard_shared_store_up 0"),
-        "{metrics}"
-    );
+    shows_the_store_down(&guard).await;
     guard.stop().await;
 }
 
@@ -267,4 +253,16 @@ async fn a_redis_over_tls_is_reached_and_verified() {
     })
     .await;
     assert!(!reachable, "a certificate not verified is no Redis");
+}
+
+/// `/metrics` says the shared store is down.
+async fn shows_the_store_down(guard: &common::Guard) {
+    let metrics = get(guard, "/metrics").await.1;
+    let metrics = metrics.as_str().expect("text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "zabbix_mcp_guard_shared_store_up 0"),
+        "{metrics}"
+    );
 }

@@ -63,26 +63,8 @@ async fn approved_in_a_browser(lab: &common::Lab) {
     assert_eq!(acks(&recorder, &event), 0, "nothing sent before a decision");
 
     let browser = support::Browser::start().await;
+    browser.sign_in(&url, "Admin", "zabbix").await;
     let b = &browser.client;
-    b.goto(&url).await.unwrap();
-    b.find(Locator::Id("username"))
-        .await
-        .unwrap()
-        .send_keys("Admin")
-        .await
-        .unwrap();
-    b.find(Locator::Id("password"))
-        .await
-        .unwrap()
-        .send_keys("zabbix")
-        .await
-        .unwrap();
-    b.find(Locator::Id("signin"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
     let summary = match b.wait().for_element(Locator::Id("summary")).await {
         Ok(summary) => summary,
         Err(error) => panic!(

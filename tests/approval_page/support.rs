@@ -363,6 +363,26 @@ impl Browser {
         Browser { client, driver }
     }
 
+    /// Opens `url` (a page that asks to sign in first) and signs in with a password.
+    pub async fn sign_in(&self, url: &str, username: &str, password: &str) {
+        let b = &self.client;
+        b.goto(url).await.unwrap();
+        for (field, value) in [("username", username), ("password", password)] {
+            b.find(fantoccini::Locator::Id(field))
+                .await
+                .unwrap()
+                .send_keys(value)
+                .await
+                .unwrap();
+        }
+        b.find(fantoccini::Locator::Id("signin"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
     pub async fn stop(mut self) {
         let _ = self.client.close().await;
         let _ = self.driver.kill();

@@ -137,22 +137,8 @@ async fn a_form_on_another_origin_decides_nothing() {
     let (id, url) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
 
     let browser = support::Browser::start().await;
+    browser.sign_in(&url, "Admin", "zabbix").await;
     let b = &browser.client;
-    b.goto(&url).await.unwrap();
-    for (field, value) in [("username", "Admin"), ("password", "zabbix")] {
-        b.find(Locator::Id(field))
-            .await
-            .unwrap()
-            .send_keys(value)
-            .await
-            .unwrap();
-    }
-    b.find(Locator::Id("signin"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
     b.wait().for_element(Locator::Id("approve")).await.unwrap();
     let source = b.source().await.unwrap();
     let (csrf, sha256) = (support::csrf(&source), support::shown_sha256(&source));

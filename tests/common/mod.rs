@@ -286,6 +286,22 @@ pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
         .unwrap_or_else(|e| panic!("tools/call {tool} failed at the protocol level: {e}"))
 }
 
+/// `zabbix://about` as JSON.
+pub async fn about(client: &Client) -> Value {
+    let about = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "zabbix://about",
+        ))
+        .await
+        .unwrap();
+    match &about.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
+            serde_json::from_str(text).unwrap()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Calls a read tool that must succeed and returns its structured envelope.
 pub async fn read(client: &Client, tool: &str, args: Value) -> Value {
     let result = call(client, tool, args.clone()).await;

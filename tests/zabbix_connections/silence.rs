@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use zabbix_mcp_guard::zabbix::{ClientSettings, Method, ZabbixClient, ZabbixError};
 
-use super::{Keep, client, plain_front, read, tls_front, write};
+use super::{Keep, Seen, client, plain_front, read, tls_front, write};
 use crate::common;
 
 /// A TCP relay to `upstream` (host:port) whose connections can go silent: after
@@ -78,6 +78,26 @@ impl Relay {
     }
 }
 
+/// A TLS frontend speaking HTTP/2 behind a [`relay`], and an impatient client of it.
+async fn relayed_h2_front(name: &str) -> (ZabbixClient, Relay, Seen) {
+    let pki = common::tls::pki(name);
+    let (front_url, seen) = tls_front(&pki, &[b"h2"]).await;
+    let front_port = front_url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let (port, relay) = relay(format!("127.0.0.1:{front_port}")).await;
+    let url = format!("https://localhost:{port}/api_jsonrpc.php");
+    (
+        impatient_client(&url, Some(pki.ca_file.clone())),
+        relay,
+        seen,
+    )
+}
+
 /// A client with a short `Timeout`, trusting `ca_file`.
 fn impatient_client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
     common::init();
@@ -98,18 +118,7 @@ fn impatient_client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixCli
 /// on a lost path after about 15 minutes; a frontend that hangs, never).
 #[tokio::test]
 async fn a_silent_http2_connection_is_left_after_a_timeout() {
-    let pki = common::tls::pki("connections-silent-h2");
-    let (front_url, seen) = tls_front(&pki, &[b"h2"]).await;
-    let front_port = front_url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
-    let (port, relay) = relay(format!("127.0.0.1:{front_port}")).await;
-    let url = format!("https://localhost:{port}/api_jsonrpc.php");
-    let client = impatient_client(&url, Some(pki.ca_file.clone()));
+    let (client, relay, seen) = relayed_h2_front("connections-silent-h2").await;
     assert_eq!(read(&client).await["method"], "apiinfo.version");
     relay.go_silent();
     let lost = client.call(Method::ApiInfoVersion, &json!({}), None).await;
@@ -210,18 +219,7 @@ async fn a_ca_removed_from_the_ca_file_no_longer_carries_calls() {
 /// timing out (the write reported as possibly applied, having reached nothing).
 #[tokio::test]
 async fn a_silent_idle_http2_connection_is_closed_by_its_pings() {
-    let pki = common::tls::pki("connections-ping-h2");
-    let (front_url, seen) = tls_front(&pki, &[b"h2"]).await;
-    let front_port = front_url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
-    let (port, relay) = relay(format!("127.0.0.1:{front_port}")).await;
-    let url = format!("https://localhost:{port}/api_jsonrpc.php");
-    let client = impatient_client(&url, Some(pki.ca_file.clone()));
+    let (client, relay, seen) = relayed_h2_front("connections-ping-h2").await;
     assert_eq!(read(&client).await["method"], "apiinfo.version");
     relay.go_silent();
     common::wait_until(
