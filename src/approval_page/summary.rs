@@ -46,7 +46,7 @@ pub(crate) async fn summary(
         let found = get(
             Method::EventGet,
             json!({"eventids": ids, "output": ["eventid", "name", "severity"],
-                   "selectHosts": ["host", "name"]}),
+                   "selectHosts": ["hostid", "host", "name"]}),
         )
         .await;
         for id in &ids {
@@ -249,23 +249,34 @@ fn describe_object(object: &Value) -> String {
     }
 }
 
-/// An event's name, severity and hosts, each on a row of its own: the name can hold text
-/// from monitored data ({ITEM.VALUE} in a trigger name), and inline it could read as
-/// another severity and host ("x | severity information | host test-01").
-fn describe_event(id: &str, event: &Value) -> [(String, String); 3] {
+/// An event's name, severity and each of its hosts, on rows of their own: the name can hold
+/// text from monitored data ({ITEM.VALUE} in a trigger name), and inline it could read as
+/// another severity and host ("x | severity information | host test-01"); a visible name
+/// with ", " in it could read as more hosts on one row.
+fn describe_event(id: &str, event: &Value) -> Vec<(String, String)> {
     let name = event["name"].as_str().unwrap_or("?");
     let severity = event["severity"]
         .as_str()
         .and_then(|s| s.parse::<usize>().ok())
         .and_then(|s| SEVERITIES.get(s))
         .unwrap_or(&"unknown severity");
-    let hosts: Vec<String> = event["hosts"]
-        .as_array()
-        .map(|hosts| hosts.iter().map(describe_object).collect())
-        .unwrap_or_default();
-    [
+    let mut rows = vec![
         (format!("Problem (event {id})"), name.to_owned()),
         (format!("Severity (event {id})"), (*severity).to_owned()),
-        (format!("Hosts (event {id})"), hosts.join(", ")),
-    ]
+    ];
+    let hosts = event["hosts"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if hosts.is_empty() {
+        rows.push((
+            format!("Hosts (event {id})"),
+            "none visible to you".to_owned(),
+        ));
+    }
+    for host in hosts {
+        let hostid = host["hostid"].as_str().unwrap_or("?");
+        rows.push((format!("Host {hostid} (event {id})"), describe_object(host)));
+    }
+    rows
 }

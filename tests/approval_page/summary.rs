@@ -156,7 +156,10 @@ async fn event_rows(lab: Lab, marker: String) {
     for expected in [
         row("Problem", &name),
         row("Severity", "disaster"),
-        row("Hosts", &format!("{HOST} (MCP Web 01)")),
+        row(
+            &format!("Host {}", common::seed_id(&lab, "hosts", HOST)),
+            &format!("{HOST} (MCP Web 01)"),
+        ),
     ] {
         assert!(summary.contains(&expected), "{expected} in {summary}");
     }
