@@ -1,9 +1,13 @@
 //! Builtins whose work grows with the values of their arguments, not their size:
-//! `numbers.range` and `numbers.range_step`. One call is one VM instruction, so neither
+//! `numbers.range`, `numbers.range_step` and `sprintf` (its widths). One call is one VM
+//! instruction, so neither
 //! the instruction budget nor the timer (checked between instructions) stops it: a
 //! policy that ranged over an agent's `time_from..time_till` took 3.4 s of the runtime's
 //! one thread for 27 million seconds, and asked for 51 GB at once (the process aborted)
-//! for `0..2147483647`. regorus 0.14.1 also panics on a step of 0 or below.
+//! for `0..2147483647`. regorus 0.14.1 also panics on a step of 0 or below. `sprintf`
+//! pads to any width it is given (`%2000000000d` took 58 s and 3.9 GB) and panics on a
+//! width written with a non-ASCII digit (`%²d`), which a format built from agent text
+//! can hold.
 //!
 //! The compiled program's builtin table is public: these wrappers take the place of the
 //! two builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
@@ -20,8 +24,13 @@ use regorus::{LimitError, Value};
 /// below what stalls the runtime (a few milliseconds, some 5 MB).
 pub(crate) const MAX_RANGE_ELEMENTS: u64 = 100_000;
 
+/// Padding one `sprintf` may add, all its widths and precisions together: far above any
+/// report line, far below what stalls the runtime.
+pub(crate) const MAX_SPRINTF_PADDING: u64 = 100_000;
+
 const RANGE: &str = "numbers.range";
 const RANGE_STEP: &str = "numbers.range_step";
+const SPRINTF: &str = "sprintf";
 
 /// Puts the bounded wrappers in place of the two builtins in a compiled program.
 pub(crate) fn bound_program(program: &mut Program) {
@@ -34,6 +43,7 @@ pub(crate) fn bound_program(program: &mut Program) {
         match info.name.as_str() {
             RANGE => resolved.0 = range,
             RANGE_STEP => resolved.0 = range_step,
+            SPRINTF => resolved.0 = sprintf,
             _ => {}
         }
     }
@@ -51,6 +61,11 @@ pub(crate) fn bound_engine(engine: &mut regorus::Engine) -> anyhow::Result<()> {
         RANGE_STEP.into(),
         3,
         Box::new(|args: Vec<Value>| as_extension(range_step, &args)),
+    )?;
+    engine.add_extension(
+        SPRINTF.into(),
+        2,
+        Box::new(|args: Vec<Value>| as_extension(sprintf, &args)),
     )
 }
 
@@ -78,6 +93,64 @@ fn range_step(
         check(from, to, step)?;
     }
     original(RANGE_STEP)?(span, params, args, strict)
+}
+
+fn sprintf(
+    span: &Span,
+    params: &[Ref<Expr>],
+    args: &[Value],
+    strict: bool,
+) -> anyhow::Result<Value> {
+    if let Some(Value::String(format)) = args.first() {
+        check_format(format)?;
+    }
+    original(SPRINTF)?(span, params, args, strict)
+}
+
+/// Reads the widths and precisions of `format` as regorus 0.14.1 does (after `%`, a `.` or
+/// any character Unicode calls numeric, then more such characters): a non-ASCII digit is
+/// an error where regorus panics, and padding past [`MAX_SPRINTF_PADDING`] in all is a
+/// limit error.
+fn check_format(format: &str) -> anyhow::Result<()> {
+    let digit = |c: char| {
+        c.to_digit(10)
+            .map(u64::from)
+            .ok_or_else(|| anyhow::anyhow!("{SPRINTF}: {c:?} in a width is not a digit 0-9"))
+    };
+    let mut chars = format.chars().peekable();
+    let mut padding: u64 = 0;
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        let Some(&first) = chars.peek() else {
+            break;
+        };
+        chars.next();
+        if first != '.' && !first.is_numeric() {
+            // `%%` or a verb without a width.
+            continue;
+        }
+        let mut width = if first == '.' { 0 } else { digit(first)? };
+        while let Some(&next) = chars.peek().filter(|c| c.is_numeric()) {
+            chars.next();
+            width = width.saturating_mul(10).saturating_add(digit(next)?);
+        }
+        padding = padding.saturating_add(width);
+    }
+    if padding <= MAX_SPRINTF_PADDING {
+        return Ok(());
+    }
+    tracing::warn!(
+        padding,
+        limit = MAX_SPRINTF_PADDING,
+        "policy sprintf refused: too wide"
+    );
+    Err(LimitError::MemoryLimitExceeded {
+        usage: padding,
+        limit: MAX_SPRINTF_PADDING,
+    }
+    .into())
 }
 
 /// Refuses a range of more than [`MAX_RANGE_ELEMENTS`]; anything that is not two
@@ -202,6 +275,54 @@ mod tests {
                     matches!(&err, PolicyError::Eval(m) if m.contains("memory limit")),
                     "{interpreter} {from}..{to}: {err:?}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn sprintf_widths_past_the_bound_are_errors_not_allocations() {
+        for interpreter in [false, true] {
+            let dir = temp_dir("bounded-sprintf");
+            let extra = if interpreter {
+                "open := object.get(data, \"open\", true)"
+            } else {
+                "open := true"
+            };
+            let policy = format!(
+                "package zabbix.mcp\nimport rego.v1\n{extra}\n\
+                 text := sprintf(input.format, [7])\n\
+                 short if count(text) < 100\n\
+                 default long := false\n\
+                 long if not short\n\
+                 decision := {{\"allow\": open, \"text\": text, \"long\": long}}\n"
+            );
+            fs::write(dir.join("p.rego"), policy).expect("write");
+            let sources = PolicySources::read(&dir, Files::Policies).expect("read");
+            fs::remove_dir_all(&dir).ok();
+            let set = PolicySet::compile(&sources).expect("compiles");
+            let eval = |format: &str| {
+                let input = serde_json::json!({ "format": format }).to_string();
+                set.evaluate(Value::from_json_str(&input).expect("json"))
+            };
+            let ok = eval("%05d|%%").expect("small widths");
+            assert_eq!(ok["text"], Value::from("00007|%"), "{interpreter}");
+            let wide = eval("%99999d").expect("at the bound");
+            assert_eq!(wide["long"], Value::from(true), "{interpreter}");
+            // Past the bound in one width, in a sum of them, and past u32 (regorus
+            // overflowed); `not short` would allow if the refusal read as undefined.
+            for format in ["%2000000000d", "%60000d%60000d", "%99999999999d"] {
+                let err = eval(format).expect_err("past the bound");
+                assert!(
+                    matches!(&err, PolicyError::Eval(m) if m.contains("memory limit")),
+                    "{interpreter} {format}: {err:?}"
+                );
+            }
+            // regorus panicked on a width in other digits; now no text is made.
+            for format in ["%²d", "%1٣d"] {
+                match eval(format) {
+                    Ok(none) => assert_eq!(none["text"], Value::Undefined, "{interpreter}"),
+                    Err(e) => assert!(e.to_string().contains("not a digit"), "{e}"),
+                }
             }
         }
     }
