@@ -72,6 +72,15 @@ fn url(e: &Entry, text: &str) -> Result<Secret, ConfigError> {
     if text != "memory" && !text.starts_with("redis://") && !text.starts_with("rediss://") {
         return Err(bad("expected memory or a redis:// or rediss:// URL"));
     }
+    // The redis crate reads `#insecure` as "do not verify the certificate": a store that
+    // decides approvals is not trusted blindly. Any fragment is refused, so none is misread.
+    if text.contains('#') {
+        return Err(bad(
+            "a URL fragment (#…): #insecure would turn off the check of Redis' \
+             certificate, which is always verified; give a private CA with SSL_CERT_FILE, \
+             and percent-encode a # in the password (%23)",
+        ));
+    }
     // Parsed as the start parses it, so that `-T` refuses what a start would refuse (before,
     // `redis://h:99999/` and `/abc` as the database passed `-T` and stopped the start).
     // Redis' own reason is not shown: it is the crate's text about a URL with a password.

@@ -47,8 +47,16 @@ fn shared_store_urls_that_do_not_parse_are_refused() {
         );
         assert!(!err.contains("s3cret"), "{err}");
     }
+    // `#insecure` would turn off the certificate check; any fragment is refused.
+    for fragment in ["rediss://:s3cret@h:6379/1#insecure", "redis://:s3c#ret@h/"] {
+        let err = load_text(&dir, &format!("{}SharedStore={fragment}\n", base())).unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("a URL fragment (#…): #insecure"), "{err}");
+        assert!(!err.contains("s3c"), "{err}");
+    }
     for good in [
         "redis://:s3cret@h:6379/1",
+        "redis://:s3c%23ret@h:6379/1",
         "rediss://u:p%40ss@h/",
         "redis://[::1]:6390",
     ] {
