@@ -2,7 +2,8 @@
 """An instant stub Zabbix API for the performance scripts (HTTP/1.1, keep-alive).
 
 Answers apiinfo.version (7.0.22), user.checkAuthentication, usergroup.get and host.get
-(HOSTS hosts shaped as 7.0 returns them, the same as benches/proxy/stub.rs) at once.
+(HOSTS hosts shaped as 7.0 returns them, the same as benches/proxy/stub.rs; at most the
+request's `limit`, as Zabbix, whose answers the sidecar holds to it) at once.
 
 With --forward URL it is a recording proxy instead: every request goes to URL unchanged,
 and the first host.get body is written to --record FILE (used by wrk.sh to post the exact
@@ -52,8 +53,18 @@ def main():
         "apiinfo.version": '"7.0.22"',
         "user.checkAuthentication": '{"userid":"1","username":"Admin","type":3,"roleid":"3"}',
         "usergroup.get": '[{"name":"Zabbix administrators"}]',
-        "host.get": json.dumps(hosts(args.hosts), separators=(",", ":")),
     }
+    every_host = hosts(args.hosts)
+    # host.get's answer text by limit, made once each: the stub stays instant.
+    host_answers = {}
+
+    def host_get(params):
+        limit = params.get("limit") if isinstance(params, dict) else None
+        if not isinstance(limit, int) or limit < 0:
+            limit = len(every_host)
+        if limit not in host_answers:
+            host_answers[limit] = json.dumps(every_host[:limit], separators=(",", ":"))
+        return host_answers[limit]
     recorded = [False]
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -80,7 +91,10 @@ def main():
                 with urllib.request.urlopen(forwarded) as answer:
                     out = answer.read()
             else:
-                result = results.get(method, "[]")
+                if method == "host.get":
+                    result = host_get(request.get("params"))
+                else:
+                    result = results.get(method, "[]")
                 out = ('{"jsonrpc":"2.0","result":%s,"id":%s}'
                        % (result, json.dumps(request.get("id")))).encode()
             self.send_response(200)
