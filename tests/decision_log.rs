@@ -288,19 +288,7 @@ async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
     config.decision_log = DecisionLogSink::File(fifo.clone());
     let guard = start_with(config).await;
     let client = common::client(&guard, &lab.token).await;
-    // A problem of a seeded host: an unfiltered one may be of a trigger another test just
-    // deleted, which has no host and is denied as unresolvable.
-    let host = common::seed_id(&lab, "hosts", "mcp-web-01");
-    let problems = common::read(
-        &client,
-        "problem_get",
-        json!({"hostids": [host], "limit": 1}),
-    )
-    .await;
-    let event = problems["results"][0]["eventid"]
-        .as_str()
-        .expect("an open problem on mcp-web-01 (the lab keeps some)")
-        .to_owned();
+    let event = common::trapper::open_problem(&client, &lab, &["mcp-web-01"]).await;
     let ack = |n: u32| json!({"eventids": [event], "message": format!("unlogged? {n}")});
 
     // Denied reads, one line each and nothing asked of Zabbix, from eight clients at once

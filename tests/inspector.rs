@@ -298,25 +298,12 @@ fn write_approval_policy(approval: &str) -> PathBuf {
 }
 
 /// An open problem the lab's Admin can see (nothing is sent in these tests before a yes).
-/// Asked by host: Admin's unfiltered `problem.get` also lists, for a while, the problem of
-/// a trigger another test just deleted, which has no host and denies as unresolvable.
 async fn open_event(guard: &Guard, lab: &Lab) -> String {
     let reader = common::client(guard, &lab.token).await;
-    let hosts: Vec<String> = ["mcp-web-01", "mcp-web-02", "mcp-db-01", "mcp-db-02"]
-        .iter()
-        .map(|host| common::seed_id(lab, "hosts", host))
-        .collect();
-    let env = common::read(
-        &reader,
-        "problem_get",
-        json!({"hostids": hosts, "limit": 1}),
-    )
-    .await;
+    let hosts = ["mcp-web-01", "mcp-web-02", "mcp-db-01", "mcp-db-02"];
+    let event = common::trapper::open_problem(&reader, lab, &hosts).await;
     let _ = reader.cancel().await;
-    env["results"][0]["eventid"]
-        .as_str()
-        .expect("an open problem in the lab")
-        .to_owned()
+    event
 }
 
 #[tokio::test]

@@ -394,17 +394,7 @@ impl Browser {
 /// the call's targets must resolve, and nothing is sent before a yes, so any will do.
 pub async fn open_event(lab: &common::Lab, guard: &Guard) -> String {
     let reader = common::client(guard, &lab.token_operator).await;
-    let host = common::seed_id(lab, "hosts", HOST);
-    let env = common::read(
-        &reader,
-        "problem_get",
-        json!({"hostids": [host], "limit": 1}),
-    )
-    .await;
-    let id = env["results"][0]["eventid"]
-        .as_str()
-        .expect("an open problem on mcp-web-01 (the lab keeps some)")
-        .to_owned();
+    let event = common::trapper::open_problem(&reader, lab, &[HOST]).await;
     let _ = reader.cancel().await;
-    id
+    event
 }
