@@ -51,18 +51,6 @@ fn list_lines(lines: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-async fn tool_names(client: &common::Client) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    names
-}
-
 fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
@@ -80,7 +68,7 @@ async fn one_tools_list_is_one_line_and_a_repeated_list_evaluates_no_policy() {
     let counters = &guard.app().list_decisions;
     let admin = common::client(&guard, &lab.token).await;
 
-    let names = tool_names(&admin).await;
+    let names = common::tool_names(&admin).await;
     assert!(names.contains(&"host_get".to_owned()), "{names:?}");
     assert!(
         !names.contains(&"maintenance_create".to_owned()),
@@ -123,7 +111,7 @@ async fn one_tools_list_is_one_line_and_a_repeated_list_evaluates_no_policy() {
 
     // The same caller and client again, and the tool list inside zabbix://about: the
     // decided set is reused, no policy runs and no line is written.
-    assert_eq!(tool_names(&admin).await, names);
+    assert_eq!(common::tool_names(&admin).await, names);
     let about = admin
         .read_resource(ReadResourceRequestParams::new("zabbix://about"))
         .await
@@ -140,7 +128,7 @@ async fn one_tools_list_is_one_line_and_a_repeated_list_evaluates_no_policy() {
 
     // Another caller is another set, with a line of its own.
     let viewer = common::client(&guard, &lab.token_viewer).await;
-    tool_names(&viewer).await;
+    common::tool_names(&viewer).await;
     let lines = log_lines(&log);
     let lists = list_lines(&lines);
     assert_eq!(lists.len(), 2);
@@ -159,13 +147,13 @@ async fn a_policy_change_decides_the_list_again() {
     let app = guard.app().clone();
     let admin = common::client(&guard, &lab.token).await;
     assert!(
-        tool_names(&admin)
+        common::tool_names(&admin)
             .await
             .contains(&"maintenance_create".to_owned())
     );
     std::fs::write(dir.join("policy.rego"), NO_WRITES).unwrap();
     app.policy.reload().expect("the new policy compiles");
-    let names = tool_names(&admin).await;
+    let names = common::tool_names(&admin).await;
     assert!(
         !names.contains(&"maintenance_create".to_owned()),
         "{names:?}"
@@ -225,7 +213,7 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     .serve(transport)
     .await
     .expect("MCP client connects");
-    tool_names(&client).await;
+    common::tool_names(&client).await;
     const CALLS: usize = 40;
     for _ in 0..CALLS {
         common::read(&client, "hostgroup_get", json!({"limit": 1})).await;

@@ -286,6 +286,19 @@ pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
         .unwrap_or_else(|e| panic!("tools/call {tool} failed at the protocol level: {e}"))
 }
 
+/// The names of the tools offered to `client`, sorted.
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
 /// `zabbix://about` as JSON.
 pub async fn about(client: &Client) -> Value {
     let about = client

@@ -48,18 +48,6 @@ fn log_lines(path: &Path) -> Vec<Value> {
     common::decision_log_lines(path)
 }
 
-async fn tool_names(client: &common::Client) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    names
-}
-
 #[tokio::test]
 async fn two_users_see_different_tools_and_decisions() {
     for lab in common::labs() {
@@ -76,10 +64,10 @@ async fn two_users_see_different_tools_and_decisions() {
         let operator = common::client(&guard, &lab.token_operator).await;
 
         assert_eq!(
-            tool_names(&operator).await,
+            common::tool_names(&operator).await,
             ["problem_acknowledge", "problem_annotate", "problem_get"]
         );
-        assert!(tool_names(&admin).await.len() >= 11);
+        assert!(common::tool_names(&admin).await.len() >= 11);
 
         // The same call, two decisions.
         let args = json!({"groupids": [db]});
@@ -280,7 +268,11 @@ async fn dry_run_logs_but_does_not_block() {
     config.policy_mode = PolicyMode::DryRun;
     let guard = start_with(config).await;
     let client = common::client(&guard, &lab.token).await;
-    assert!(tool_names(&client).await.contains(&"host_get".to_owned()));
+    assert!(
+        common::tool_names(&client)
+            .await
+            .contains(&"host_get".to_owned())
+    );
     let env = read(&client, "host_get", json!({"search": "mcp-web-01"})).await;
     assert_eq!(env["count"], 1);
     let lines = log_lines(&log);
@@ -333,7 +325,7 @@ async fn fail_closed() {
         let (config, log) = config(&lab, &dir);
         let guard = start_with(config).await;
         let client = common::client(&guard, &lab.token).await;
-        let offered = tool_names(&client).await;
+        let offered = common::tool_names(&client).await;
         assert!(
             !offered.contains(&"hostgroup_get".to_owned()),
             "{case}: hostgroup_get is not offered"
@@ -381,7 +373,7 @@ async fn decision_log_has_a_line_per_decision_and_never_a_token() {
     let admin = common::client(&guard, &lab.token).await;
     let viewer = common::client(&guard, &lab.token_viewer).await;
     for client in [&admin, &viewer] {
-        tool_names(client).await;
+        common::tool_names(client).await;
         read(client, "host_get", json!({"limit": 2})).await;
         read(client, "hostgroup_get", json!({"limit": 2})).await;
     }
