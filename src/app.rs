@@ -126,6 +126,14 @@ impl App {
             .map(|s| String::from_utf8_lossy(s.expose()).into_owned());
         let seal_key = config.approval_seal_key.as_ref().map(|k| k.expose());
         let store = Arc::new(Store::open(store_url.as_deref(), config.timeout, seal_key)?);
+        if let Some(prefix) = store.redis_key_prefix() {
+            // Which keys are this installation's, for an operator looking into Redis.
+            tracing::info!(
+                target: crate::telemetry::LIFECYCLE_TARGET,
+                redis_key_prefix = prefix,
+                "shared store in Redis"
+            );
+        }
         let approver = Approver::new(seal_key, store.clone())?;
         let metrics = Arc::new(Metrics::new());
         let zabbix = ZabbixClient::new(&ClientSettings {

@@ -436,7 +436,7 @@ async fn no_slot_held(redis: &common::redis_server::RedisServer) {
 async fn slot_sets(client: &redis::Client) -> Option<Vec<String>> {
     let mut connection = client.get_multiplexed_async_connection().await.ok()?;
     redis::cmd("KEYS")
-        .arg("zmg:slots:*")
+        .arg(common::redis_key("slots:*"))
         .query_async(&mut connection)
         .await
         .ok()
@@ -475,6 +475,37 @@ async fn replicas_sharing_redis_share_one_budget() {
         "{body}"
     );
     assert_eq!(sent(&recorder, "host.get"), 3);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// The 7.0 and 6.0 labs on one Redis database, each with its own `ApprovalSealKey`: each
+/// keeps to its own key space. Before, both kept `zmg:rate:…` per Zabbix userid, and one
+/// call of 7.0's Admin (userid 1) spent 6.0's Admin's budget too.
+#[tokio::test]
+async fn sidecars_of_two_zabbix_on_one_redis_keep_their_own_budgets() {
+    let (seven, six) = (common::lab(7), common::lab(6));
+    let rate = json!({"calls": 1, "per_seconds": fresh_window()});
+    let policy = policy_with_rate(&rate);
+    let a = common::start_with(shared(
+        config(&seven.url, Some(policy.clone())),
+        &common::redis_url(),
+    ))
+    .await;
+    let mut other = shared(config(&six.url, Some(policy)), &common::redis_url());
+    other.approval_seal_key = Some(zabbix_mcp_guard::config::Secret::new(vec![0x6a; 32]));
+    let b = common::start_with(other).await;
+    let (via_a, via_b) = (
+        common::client(&a, &seven.token).await,
+        common::client(&b, &six.token).await,
+    );
+    common::read(&via_a, "host_get", json!({"limit": 1})).await;
+    common::read(&via_b, "host_get", json!({"limit": 1})).await;
+    let body = common::tool_error(&via_a, "host_get", json!({"limit": 1})).await;
+    assert_eq!(
+        body["code"], "rate_limited",
+        "7.0's Admin spent theirs: {body}"
+    );
     a.stop().await;
     b.stop().await;
 }

@@ -15,13 +15,15 @@ mod tests;
 mod tests_index;
 #[cfg(test)]
 mod tests_seal;
+#[cfg(test)]
+mod tests_spaces;
 
 use serde::{Deserialize, Serialize};
 
 use crate::policy::{Approvers, PolicyInput};
 
 pub use memory::MemoryStore;
-pub use redis_backend::{AdmitReply, RateAdmit, RedisStore};
+pub use redis_backend::{AdmitReply, RateAdmit, RedisStore, key_prefix};
 
 /// How long a finished record (decided, redeemed, expired) is kept after its expiry, so a
 /// late retry gets a precise answer instead of a new approval request.
@@ -313,6 +315,14 @@ impl Store {
         match self {
             Store::Memory(_) => Ok(()),
             Store::Redis(r) => r.ping().await,
+        }
+    }
+
+    /// What this installation's Redis keys start with; `None` in memory.
+    pub fn redis_key_prefix(&self) -> Option<&str> {
+        match self {
+            Store::Memory(_) => None,
+            Store::Redis(r) => Some(r.key_prefix()),
         }
     }
 

@@ -2,7 +2,8 @@
 //! is one Lua script (atomic on the server), so two replicas racing to decide or redeem
 //! the same approval cannot both win.
 //!
-//! Layout (prefix `zmg:`): `approval:<id>` a hash {record, status, state, expires_at};
+//! Layout (every key in the installation's space, `zmg:<space>:`, see `keys.rs`):
+//! `approval:<id>` a hash {record, status, state, expires_at};
 //! `key:<token_id>:<tool>:<sha256>` → id; `pending` a sorted set of pending ids by
 //! creation time; `waiting:<userid>` a sorted set of each user's approvals by expiry (for
 //! `MaxPendingApprovals`); `once:<nonce>` single-use markers (SET NX PX); `rate:…` and
@@ -20,11 +21,18 @@ use tokio::sync::OnceCell;
 use super::seal::{Part, Seal};
 use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
 
+mod keys;
 mod lockout;
 mod rate;
+use keys::Keys;
 pub use rate::{AdmitReply, RateAdmit};
 
-const PREFIX: &str = "zmg:";
+/// What every Redis key of the installation holding `seal_key` starts with
+/// (`zmg:<space>:`): to look at or clear one installation's keys (`--scan --pattern`).
+pub fn key_prefix(seal_key: &[u8]) -> String {
+    Keys::new(seal_key).prefix().to_owned()
+}
+
 /// At most this many pending approvals are listed.
 const LIST_MAX: isize = 1000;
 /// A listing drops dead entries from the pending index (approvals past their expiry,
@@ -44,6 +52,8 @@ pub struct RedisStore {
     timeout: Duration,
     /// Every record and status is stored signed, and read only if it verifies.
     seal: Seal,
+    /// The names of the keys, in this installation's space.
+    keys: Keys,
 }
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| {
@@ -110,7 +120,12 @@ impl RedisStore {
             connection: OnceCell::new(),
             timeout,
             seal: Seal::new(seal_key),
+            keys: Keys::new(seal_key),
         })
+    }
+
+    pub(super) fn key_prefix(&self) -> &str {
+        self.keys.prefix()
     }
 
     async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
@@ -159,16 +174,16 @@ impl RedisStore {
         let reply: Vec<String> = self
             .run(|mut c| async move {
                 CREATE
-                    .key(format!("{PREFIX}key:{}", new.dedupe_key()))
-                    .key(record_key(&new.id))
-                    .key(format!("{PREFIX}pending"))
-                    .key(format!("{PREFIX}waiting:{}", new.input.caller.userid))
+                    .key(self.keys.dedupe(&new.dedupe_key()))
+                    .key(self.keys.approval(&new.id))
+                    .key(self.keys.pending())
+                    .key(self.keys.waiting(&new.input.caller.userid))
                     .arg(&new.id)
                     .arg(&record)
                     .arg(&status)
                     .arg(ttl)
                     .arg(new.created_at)
-                    .arg(format!("{PREFIX}approval:"))
+                    .arg(self.keys.approval_prefix())
                     .arg(new.expires_at)
                     .arg(now)
                     .arg(max_pending)
@@ -193,7 +208,7 @@ impl RedisStore {
 
     /// The record's text and its status' text as stored (signed), if it is there.
     async fn stored(&self, id: &str) -> Result<Option<(String, String)>, StoreError> {
-        let key = record_key(id);
+        let key = self.keys.approval(id);
         let (record, status): (Option<String>, Option<String>) = self
             .run(|mut c| async move {
                 redis::cmd("HMGET")
@@ -219,7 +234,7 @@ impl RedisStore {
             let ids: Vec<String> = self
                 .run(|mut c| async move {
                     redis::cmd("ZRANGE")
-                        .arg(format!("{PREFIX}pending"))
+                        .arg(self.keys.pending())
                         .arg(0)
                         .arg(LIST_MAX - 1)
                         .query_async(&mut c)
@@ -249,7 +264,7 @@ impl RedisStore {
             }
             self.run(|mut c| async move {
                 redis::cmd("ZREM")
-                    .arg(format!("{PREFIX}pending"))
+                    .arg(self.keys.pending())
                     .arg(&dead)
                     .query_async::<i64>(&mut c)
                     .await
@@ -275,7 +290,7 @@ impl RedisStore {
                 let mut pipe = redis::pipe();
                 for id in ids {
                     pipe.cmd("HMGET")
-                        .arg(record_key(id))
+                        .arg(self.keys.approval(id))
                         .arg("record")
                         .arg("status");
                 }
@@ -310,8 +325,8 @@ impl RedisStore {
         let reply: Option<Vec<String>> = self
             .run(|mut c| async move {
                 TRANSITION
-                    .key(record_key(id))
-                    .key(format!("{PREFIX}pending"))
+                    .key(self.keys.approval(id))
+                    .key(self.keys.pending())
                     .arg(&current)
                     .arg(to_name)
                     .arg(&status)
@@ -332,7 +347,7 @@ impl RedisStore {
     pub(super) async fn forget_key(&self, key: &str, id: &str) -> Result<(), StoreError> {
         self.run(|mut c| async move {
             FORGET
-                .key(format!("{PREFIX}key:{key}"))
+                .key(self.keys.dedupe(key))
                 .arg(id)
                 .invoke_async::<i64>(&mut c)
                 .await
@@ -347,7 +362,7 @@ impl RedisStore {
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
         self.run(|mut c| async move {
             redis::cmd("SET")
-                .arg(probe_key())
+                .arg(self.keys.ready())
                 .arg(1)
                 .arg("PX")
                 .arg(READY_PROBE_MS)
@@ -362,7 +377,7 @@ impl RedisStore {
         let reply: Option<String> = self
             .run(|mut c| async move {
                 redis::cmd("SET")
-                    .arg(format!("{PREFIX}once:{nonce}"))
+                    .arg(self.keys.once(nonce))
                     .arg(1)
                     .arg("NX")
                     .arg("PX")
@@ -373,15 +388,6 @@ impl RedisStore {
             .await?;
         Ok(reply.is_some())
     }
-}
-
-/// The key that readiness (and the lockout check) write to learn that Redis takes writes.
-fn probe_key() -> String {
-    format!("{PREFIX}ready")
-}
-
-fn record_key(id: &str) -> String {
-    format!("{PREFIX}approval:{id}")
 }
 
 impl RedisStore {

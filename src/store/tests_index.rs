@@ -37,7 +37,7 @@ async fn expired_approvals_do_not_hide_the_ones_waiting() {
     );
     let mut c = redis.connection().expect("redis");
     let left: u64 = redis::cmd("ZCARD")
-        .arg("zmg:pending")
+        .arg(format!("{}pending", super::key_prefix(&SEAL_KEY)))
         .query(&mut c)
         .expect("zcard");
     assert_eq!(left, 1, "dead entries are dropped from the index");
@@ -52,7 +52,7 @@ async fn the_index_is_trimmed_without_a_page_view() {
     let mut c = redis.connection().expect("redis");
     let ancient = unix_now() - super::redis_backend::INDEX_KEEP - 10;
     let () = redis::cmd("ZADD")
-        .arg("zmg:pending")
+        .arg(format!("{}pending", super::key_prefix(&SEAL_KEY)))
         .arg(ancient)
         .arg("ghost")
         .query(&mut c)
@@ -62,7 +62,7 @@ async fn the_index_is_trimmed_without_a_page_view() {
         .await
         .expect("create");
     let score: Option<u64> = redis::cmd("ZSCORE")
-        .arg("zmg:pending")
+        .arg(format!("{}pending", super::key_prefix(&SEAL_KEY)))
         .arg("ghost")
         .query(&mut c)
         .expect("zscore");

@@ -19,8 +19,13 @@ async fn raw() -> redis::aio::MultiplexedConnection {
 }
 
 async fn set_field(id: &str, field: &str, value: &str) {
+    set_field_of(&SEAL_KEY, id, field, value).await;
+}
+
+/// Sets a field of the approval `id` in the key space of the installation holding `key`.
+async fn set_field_of(key: &[u8], id: &str, field: &str, value: &str) {
     let _: () = redis::cmd("HSET")
-        .arg(format!("zmg:approval:{id}"))
+        .arg(format!("{}approval:{id}", super::key_prefix(key)))
         .arg(field)
         .arg(value)
         .query_async(&mut raw().await)
@@ -30,7 +35,7 @@ async fn set_field(id: &str, field: &str, value: &str) {
 
 async fn field(id: &str, field: &str) -> String {
     redis::cmd("HGET")
-        .arg(format!("zmg:approval:{id}"))
+        .arg(format!("{}approval:{id}", super::key_prefix(&SEAL_KEY)))
         .arg(field)
         .query_async(&mut raw().await)
         .await
@@ -110,10 +115,16 @@ async fn an_approval_written_around_the_sidecar_is_not_read() {
     set_field(&id, "status", &field(&other_id, "status").await).await;
     unsigned(store.get(&id).await);
 
-    // Signed by a replica with another key.
+    // Signed by a replica with another key: copied into that replica's key space, as
+    // its own names differ (keys.rs), where it finds nothing at all.
     set_field(&id, "status", &signed_pending).await;
     assert!(store.get(&id).await.expect("own key").is_some());
-    let reason = unsigned(self::store(&[9; 32]).get(&id).await);
+    let other = self::store(&[9; 32]);
+    assert!(other.get(&id).await.expect("readable").is_none());
+    for name in ["record", "status"] {
+        set_field_of(&[9; 32], &id, name, &field(&id, name).await).await;
+    }
+    let reason = unsigned(other.get(&id).await);
     assert!(reason.contains("another key"), "{reason}");
 
     // A record rewritten: the approvers widened, signed or not.
@@ -145,7 +156,11 @@ async fn a_retry_is_never_pointed_at_another_approval() {
         .await
         .expect("create");
     let _: () = redis::cmd("SET")
-        .arg(format!("zmg:key:{}", mine.dedupe_key()))
+        .arg(format!(
+            "{}key:{}",
+            super::key_prefix(&SEAL_KEY),
+            mine.dedupe_key()
+        ))
         .arg(&theirs.id)
         .query_async(&mut raw().await)
         .await

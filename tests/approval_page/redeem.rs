@@ -243,7 +243,7 @@ async fn redis() -> redis::aio::MultiplexedConnection {
 
 async fn redis_field(id: &str, field: &str) -> String {
     redis::cmd("HGET")
-        .arg(format!("zmg:approval:{id}"))
+        .arg(common::redis_key(&format!("approval:{id}")))
         .arg(field)
         .query_async(&mut redis().await)
         .await
@@ -252,7 +252,7 @@ async fn redis_field(id: &str, field: &str) -> String {
 
 async fn set_redis_field(id: &str, field: &str, value: &str) {
     let () = redis::cmd("HSET")
-        .arg(format!("zmg:approval:{id}"))
+        .arg(common::redis_key(&format!("approval:{id}")))
         .arg(field)
         .arg(value)
         .query_async(&mut redis().await)

@@ -477,8 +477,17 @@ pub fn on_redis(mut config: Config, url: &str) -> Config {
     config.shared_store = Some(zabbix_mcp_guard::config::Secret::new(
         url.as_bytes().to_vec(),
     ));
-    config.approval_seal_key = Some(zabbix_mcp_guard::config::Secret::new(vec![0x5e; 32]));
+    config.approval_seal_key = Some(zabbix_mcp_guard::config::Secret::new(SEAL_KEY.to_vec()));
     config
+}
+
+/// The `ApprovalSealKey` of every test sidecar on Redis.
+const SEAL_KEY: [u8; 32] = [0x5e; 32];
+
+/// The name of a Redis key of the test sidecars (`approval:<id>`, `slots:*`): in the key
+/// space of their `ApprovalSealKey`.
+pub fn redis_key(name: &str) -> String {
+    format!("{}{name}", zabbix_mcp_guard::store::key_prefix(&SEAL_KEY))
 }
 
 /// Runs `tests/deploy/<script>` with the official MCP Python SDK (PyPI `mcp`, under

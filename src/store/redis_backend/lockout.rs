@@ -2,9 +2,9 @@
 //! `SharedStore=redis://…`): without it each replica counts its own rejections, and a
 //! client spreading its guesses over N replicas gets N times the budget.
 //!
-//! Layout: `zmg:rejected:<source>` a set of the digests of the tokens Zabbix rejected
+//! Layout (in the installation's space, see `keys.rs`): `rejected:<source>` a set of the digests of the tokens Zabbix rejected
 //! from that source (an IPv4 address or an IPv6 /64), expiring one window after its
-//! first member, as the local count does; `zmg:accepted:<digest>` marks a token Zabbix
+//! first member, as the local count does; `accepted:<digest>` marks a token Zabbix
 //! accepted lately, which a lockout spares. Digests are SHA-256 in hex: never a token.
 
 use std::sync::LazyLock;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use redis::Script;
 
 use super::super::StoreError;
-use super::{PREFIX, RedisStore};
+use super::RedisStore;
 
 // KEYS: the source's set, the token's accepted marker, the write probe. ARGV: the most
 // rejections, the probe's life in ms. Returns the milliseconds the source stays locked
@@ -60,9 +60,9 @@ impl RedisStore {
         let left: u64 = self
             .run(|mut c| async move {
                 CHECK
-                    .key(rejected_key(source))
-                    .key(accepted_key(digest))
-                    .key(super::probe_key())
+                    .key(self.keys.rejected(source))
+                    .key(self.keys.accepted(digest))
+                    .key(self.keys.ready())
                     .arg(max)
                     .arg(super::READY_PROBE_MS)
                     .invoke_async(&mut c)
@@ -84,8 +84,8 @@ impl RedisStore {
         let _added: u64 = self
             .run(|mut c| async move {
                 RECORD
-                    .key(rejected_key(source))
-                    .key(accepted_key(digest))
+                    .key(self.keys.rejected(source))
+                    .key(self.keys.accepted(digest))
                     .arg(digest)
                     .arg(window_ms)
                     .invoke_async(&mut c)
@@ -106,7 +106,7 @@ impl RedisStore {
             .max(1);
         self.run(|mut c| async move {
             redis::cmd("SET")
-                .arg(accepted_key(digest))
+                .arg(self.keys.accepted(digest))
                 .arg(1)
                 .arg("PX")
                 .arg(millis)
@@ -115,12 +115,4 @@ impl RedisStore {
         })
         .await
     }
-}
-
-fn rejected_key(source: &str) -> String {
-    format!("{PREFIX}rejected:{source}")
-}
-
-fn accepted_key(digest: &str) -> String {
-    format!("{PREFIX}accepted:{digest}")
 }

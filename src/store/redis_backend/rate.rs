@@ -2,8 +2,8 @@
 //! leases and GCRA call budgets, on the Redis server's clock so replicas' clocks do not
 //! matter), one renews a call's leases, one gives them back.
 //!
-//! Layout: `zmg:rate:<bucket>` a string, the budget's theoretical arrival time in µs
-//! (expires when the budget is full again); `zmg:slots:<bucket>` a sorted set of lease ids
+//! Layout (in the installation's space, see `keys.rs`): `rate:<bucket>` a string, the budget's theoretical arrival time in µs
+//! (expires when the budget is full again); `slots:<bucket>` a sorted set of lease ids
 //! scored by their expiry in µs: a replica that dies stops renewing and its leases lapse.
 
 use std::sync::LazyLock;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use redis::Script;
 
 use super::super::StoreError;
-use super::{PREFIX, RedisStore};
+use super::RedisStore;
 
 /// One admission: budgets checked in order (each one that passes is counted), then the
 /// leases taken, all or none, only if every budget passed.
@@ -118,10 +118,10 @@ impl RedisStore {
             .run(|mut c| async move {
                 let mut call = ADMIT.prepare_invoke();
                 for (bucket, _) in &admit.slots {
-                    call.key(slot_key(bucket));
+                    call.key(self.keys.slots(bucket));
                 }
                 for (bucket, _, _) in &admit.rates {
-                    call.key(rate_key(bucket));
+                    call.key(self.keys.rate(bucket));
                 }
                 call.arg(admit.slots.len())
                     .arg(admit.rates.len())
@@ -157,7 +157,7 @@ impl RedisStore {
         self.run(|mut c| async move {
             let mut call = RENEW.prepare_invoke();
             for bucket in buckets {
-                call.key(slot_key(bucket));
+                call.key(self.keys.slots(bucket));
             }
             call.arg(lease).arg(micros(ttl));
             call.invoke_async::<i64>(&mut c).await
@@ -174,7 +174,7 @@ impl RedisStore {
         self.run(|mut c| async move {
             let mut call = RELEASE.prepare_invoke();
             for bucket in buckets {
-                call.key(slot_key(bucket));
+                call.key(self.keys.slots(bucket));
             }
             call.arg(lease);
             call.invoke_async::<i64>(&mut c).await
@@ -182,14 +182,6 @@ impl RedisStore {
         .await
         .map(|_| ())
     }
-}
-
-fn rate_key(bucket: &str) -> String {
-    format!("{PREFIX}rate:{bucket}")
-}
-
-fn slot_key(bucket: &str) -> String {
-    format!("{PREFIX}slots:{bucket}")
 }
 
 fn micros(d: Duration) -> u64 {
