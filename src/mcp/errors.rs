@@ -145,6 +145,7 @@ impl ToolError {
                 | ApprovalError::TargetsChanged(_)
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
+                ApprovalError::Store(StoreError::UsedFull(_)) => "overloaded",
                 ApprovalError::Key(_) | ApprovalError::Schema(_) | ApprovalError::Store(_) => {
                     INTERNAL
                 }

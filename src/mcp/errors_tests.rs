@@ -153,6 +153,23 @@ fn rate_limited_carries_the_retry_time() {
     assert_eq!(unchecked.code(), "internal_error");
 }
 
+/// A replica that remembers as many redeemed approvals as it can is busy, not broken: the
+/// agent may retry later, and is told nothing was sent.
+#[test]
+fn too_many_redeemed_approvals_are_overloaded() {
+    let full = ToolError::Approval(crate::mcp::approval::ApprovalError::Store(
+        crate::store::StoreError::UsedFull(100_000),
+    ));
+    assert_eq!(full.code(), "overloaded");
+    let body = full.body(None);
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nothing was sent to Zabbix")),
+        "{body}"
+    );
+}
+
 /// A caller not yet authenticated learns what failed, not where Zabbix is: the address in
 /// a connection error, the URL, a library's findings stay in the log.
 #[test]

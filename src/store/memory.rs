@@ -1,17 +1,20 @@
 //! The in-memory backend: one replica. A mutex around two maps; every operation is a few
 //! map lookups, so the lock is never held across an await.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::unix_now;
 use super::{ApprovalRecord, From, MEMORY_CAPACITY, RETAIN_SECONDS, Status, StoreError};
 
+/// Nonces remembered at most: a flood of redeemed approvals beyond this within their TTL
+/// is refused, never forgotten.
+const USED_CAPACITY: usize = 100_000;
+
 pub struct MemoryStore {
     inner: Mutex<Inner>,
-    /// Used nonces, each kept for the TTL it was used with.
-    used: moka::future::Cache<String, Duration>,
+    used: Mutex<Used>,
 }
 
 #[derive(Default)]
@@ -21,14 +24,20 @@ struct Inner {
     keys: HashMap<String, String>,
 }
 
+/// Used nonces, each until the TTL it was used with runs out: exact, so a second use is
+/// always refused. (A cache that evicts forgot them when full: 100,000 redeemed within the
+/// TTL let each next one be redeemed again at once.)
+#[derive(Default)]
+struct Used {
+    until: HashMap<String, Instant>,
+    by_expiry: BTreeSet<(Instant, String)>,
+}
+
 impl MemoryStore {
     pub fn new() -> Self {
         MemoryStore {
             inner: Mutex::new(Inner::default()),
-            used: moka::future::Cache::builder()
-                .max_capacity(100_000)
-                .expire_after(PerEntryTtl)
-                .build(),
+            used: Mutex::new(Used::default()),
         }
     }
 
@@ -106,12 +115,22 @@ impl MemoryStore {
         }
     }
 
-    pub(super) async fn use_once(&self, nonce: &str, ttl: Duration) -> bool {
-        self.used
-            .entry(nonce.to_owned())
-            .or_insert(ttl)
-            .await
-            .is_fresh()
+    /// Whether `nonce` is used now for the first time within its TTL.
+    pub(super) fn use_once(&self, nonce: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        // A poisoned set is still consistent: every change is an insert or a removal.
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        used.retire(now);
+        if used.until.contains_key(nonce) {
+            return Ok(false);
+        }
+        if used.until.len() >= USED_CAPACITY {
+            return Err(StoreError::UsedFull(USED_CAPACITY));
+        }
+        let until = now + ttl;
+        used.until.insert(nonce.to_owned(), until);
+        used.by_expiry.insert((until, nonce.to_owned()));
+        Ok(true)
     }
 }
 
@@ -131,16 +150,59 @@ impl Inner {
     }
 }
 
-/// A used nonce expires after the TTL stored with it.
-struct PerEntryTtl;
+impl Used {
+    /// Forgets the nonces whose TTL ran out, oldest first.
+    fn retire(&mut self, now: Instant) {
+        while let Some((until, _)) = self.by_expiry.first()
+            && *until <= now
+        {
+            if let Some((_, nonce)) = self.by_expiry.pop_first() {
+                self.until.remove(&nonce);
+            }
+        }
+    }
+}
 
-impl moka::Expiry<String, Duration> for PerEntryTtl {
-    fn expire_after_create(
-        &self,
-        _key: &String,
-        ttl: &Duration,
-        _created_at: std::time::Instant,
-    ) -> Option<Duration> {
-        Some(*ttl)
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{MemoryStore, USED_CAPACITY};
+    use crate::store::StoreError;
+
+    /// Before, past 100,000 nonces within the TTL each next one was redeemed twice.
+    #[test]
+    fn a_used_nonce_is_never_forgotten_within_its_ttl() {
+        let store = MemoryStore::new();
+        let ttl = Duration::from_secs(600);
+        for i in 0..USED_CAPACITY {
+            assert_eq!(store.use_once(&format!("n{i}"), ttl).ok(), Some(true));
+        }
+        for i in [0, 1, USED_CAPACITY / 2, USED_CAPACITY - 1] {
+            assert_eq!(store.use_once(&format!("n{i}"), ttl).ok(), Some(false));
+        }
+        match store.use_once("one more", ttl) {
+            Err(StoreError::UsedFull(max)) => assert_eq!(max, USED_CAPACITY),
+            other => panic!("a full set forgot or took one more: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_nonce_is_forgotten_once_its_ttl_ran_out() {
+        let store = MemoryStore::new();
+        assert_eq!(store.use_once("a", Duration::ZERO).ok(), Some(true));
+        assert_eq!(
+            store.use_once("b", Duration::from_secs(600)).ok(),
+            Some(true)
+        );
+        // "a" lapsed at once: its TTL was zero.
+        assert_eq!(
+            store.use_once("a", Duration::from_secs(600)).ok(),
+            Some(true)
+        );
+        assert_eq!(
+            store.use_once("b", Duration::from_secs(600)).ok(),
+            Some(false)
+        );
     }
 }

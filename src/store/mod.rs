@@ -97,6 +97,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("too many pending approvals (at most {MEMORY_CAPACITY})")]
     Full,
+    #[error(
+        "{0} approvals were redeemed within their lifetime, as many as this replica remembers: retry later; nothing was sent to Zabbix"
+    )]
+    UsedFull(usize),
     /// The caller's user has `max` approvals waiting already (`MaxPendingApprovals`).
     #[error(
         "{max} {approvals} of this Zabbix user {are} waiting already (MaxPendingApprovals): wait until the approvers decide them or they expire; nothing was sent to Zabbix",
@@ -260,7 +264,7 @@ impl Store {
         ttl: std::time::Duration,
     ) -> Result<bool, StoreError> {
         match self {
-            Store::Memory(m) => Ok(m.use_once(nonce, ttl).await),
+            Store::Memory(m) => m.use_once(nonce, ttl),
             Store::Redis(r) => r.use_once(nonce, ttl).await,
         }
     }
