@@ -71,6 +71,24 @@ fn api_url_joins_the_endpoint() {
     );
 }
 
+/// What a URL cannot carry to Zabbix is refused, named, never sent elsewhere.
+#[test]
+fn frontend_urls_that_cannot_reach_the_api_are_refused() {
+    for (url, said) in [
+        ("https://z.example.com/#zabbix", "fragment"),
+        ("https://z.example.com/zabbix/#", "fragment"),
+        ("https://z.example.com/?a=1", "query"),
+        ("https://u:p@z.example.com/", "user or password"),
+        ("z.example.com", "http:// or https://"),
+    ] {
+        let Err(error) = Config::new(url, "::1") else {
+            panic!("{url} accepted")
+        };
+        let error = error.to_string();
+        assert!(error.contains(said), "{url}: {error}");
+    }
+}
+
 #[test]
 fn every_parameter_from_a_file() {
     let dir = Scratch::new("config-all");

@@ -174,6 +174,16 @@ pub fn frontend_url(at: &At, value: &str) -> Result<String, ConfigError> {
             "the URL must not have a query",
         ));
     }
+    // A fragment is never sent: `https://z/#x` sent every call to `/`, Zabbix's HTML
+    // front page, and the sidecar started with "not JSON-RPC" as the only hint.
+    if value.contains('#') {
+        return Err(ConfigError::bad_value(
+            at,
+            shown,
+            "the URL must not have a fragment (#…): it is not sent, and the API is not at the \
+             address left",
+        ));
+    }
     // Before, `user:password@` was accepted, never sent (Zabbix gets each caller's own
     // token in Authorization), and printed by `-T` with the rest of the URL.
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
