@@ -180,8 +180,7 @@ pub fn frontend_url(at: &At, value: &str) -> Result<String, ConfigError> {
         return Err(ConfigError::bad_value(
             at,
             shown,
-            "the URL must not have a fragment (#…): it is not sent, and the API is not at the \
-             address left",
+            "the URL must not have a fragment (#…): it is never sent",
         ));
     }
     // Before, `user:password@` was accepted, never sent (Zabbix gets each caller's own
