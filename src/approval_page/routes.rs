@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use super::Page;
 use super::decide::{self, Choice, Decided};
 use super::html;
+use super::reply::{Reply, closing, ok_html, plain, redirect, secure, set_cookie};
 use super::session::{Credentials, SESSION_TTL, Session, SignInError, random_token, same_secret};
 use super::summary::summary;
 use crate::server::body::{self, BodyBudget, BodyError};
@@ -22,10 +23,6 @@ const SESSION_COOKIE: &str = "zmg_session";
 const LOGIN_COOKIE: &str = "zmg_login";
 /// Forms are tiny; anything bigger is refused.
 const MAX_FORM_BYTES: usize = 16 * 1024;
-const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
-                   frame-ancestors 'none'; base-uri 'none'";
-
-type Reply = Response<Full<Bytes>>;
 
 pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr) -> Reply {
     let path = request.uri().path().to_owned();
@@ -349,60 +346,6 @@ fn login_form(page: &Page, existing: Option<&str>, next: String, failed: bool) -
     reply
 }
 
-fn ok_html(body: String) -> Reply {
-    let mut reply = secure(Response::new(Full::new(Bytes::from(body))));
-    reply.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    reply
-}
-
-fn plain(status: StatusCode, text: &str) -> Reply {
-    let mut reply = ok_html(html::message("Approvals", text));
-    *reply.status_mut() = status;
-    reply
-}
-
-fn redirect(to: &str) -> Reply {
-    let mut reply = secure(Response::new(Full::new(Bytes::new())));
-    *reply.status_mut() = StatusCode::SEE_OTHER;
-    if let Ok(location) = HeaderValue::from_str(to) {
-        reply.headers_mut().insert(header::LOCATION, location);
-    }
-    reply
-}
-
-/// Headers every answer carries.
-fn secure(mut reply: Reply) -> Reply {
-    let headers = reply.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    reply
-}
-
-fn set_cookie(reply: &mut Reply, page: &Page, name: &str, value: &str, max_age: u64) {
-    let secure = if page.secure_cookies { "; Secure" } else { "" };
-    let cookie = format!(
-        "{name}={value}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
-    );
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        reply.headers_mut().append(header::SET_COOKIE, value);
-    }
-}
-
 /// Whether the browser says a POST comes from another origin: `Sec-Fetch-Site` where the
 /// browser sends it (all current ones do), else an `Origin` naming another host than the
 /// request's. Neither header (a non-browser client) is left to the CSRF token, which
@@ -469,14 +412,6 @@ async fn read_form(
             ),
         ))),
     }
-}
-
-/// HTTP/1 closes the connection after this reply (the rest of the body is unread).
-fn closing(mut reply: Reply) -> Reply {
-    reply
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    reply
 }
 
 fn next_of(query: &str) -> String {
