@@ -69,7 +69,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
             reply
         }
         (Method::GET, "/approvals/login") => {
-            login_form(page, login_csrf.as_deref(), next_of(&query), false)
+            login_form(page, login_csrf.as_deref(), next_of(&query), None)
         }
         (_, path) if !(path == "/approvals" || path.starts_with("/approvals/")) => {
             plain(StatusCode::NOT_FOUND, "Not found.")
@@ -100,12 +100,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                     set_cookie(&mut reply, page, LOGIN_COOKIE, "", 0);
                     reply
                 }
-                Err(SignInError::Refused) => {
-                    let mut reply = login_form(page, login_csrf.as_deref(), next, true);
-                    *reply.status_mut() = StatusCode::UNAUTHORIZED;
-                    reply
-                }
-                Err(error) => plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+                Err(error) => not_signed_in(page, login_csrf.as_deref(), next, &error),
             }
         }
         (method, path) => {
@@ -335,13 +330,44 @@ async fn detail(
     reply
 }
 
+/// The answer to a sign-in that opened no session, for each way one ends.
+fn not_signed_in(page: &Page, csrf: Option<&str>, next: String, error: &SignInError) -> Reply {
+    let (status, notice) = match error {
+        SignInError::Refused => (
+            StatusCode::UNAUTHORIZED,
+            "Sign-in failed: wrong username or password, or Zabbix blocks the account for a \
+             while after too many wrong passwords.",
+        ),
+        SignInError::UsernameHeld => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many wrong passwords for this username. So that Zabbix does not block the \
+             account (it does after its login_attempts wrong ones, here and in its frontend \
+             alike), this page sends no more passwords for it until an hour has passed without \
+             one. Sign in with your own API token instead.",
+        ),
+        SignInError::AddressHeld => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed sign-ins from your address; try again in five minutes.",
+        ),
+        SignInError::SecondFactor => (
+            StatusCode::FORBIDDEN,
+            "Your Zabbix account asks for a second factor (MFA), which this page cannot \
+             take: sign in with your own API token instead.",
+        ),
+        SignInError::Upstream(_) => return plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+    };
+    let mut reply = login_form(page, csrf, next, Some(notice));
+    *reply.status_mut() = status;
+    reply
+}
+
 /// The sign-in form. Its CSRF token is the `zmg_login` cookie's, kept while it lives, so
 /// that several open sign-in forms (or a second load) do not invalidate each other.
-fn login_form(page: &Page, existing: Option<&str>, next: String, failed: bool) -> Reply {
+fn login_form(page: &Page, existing: Option<&str>, next: String, notice: Option<&str>) -> Reply {
     let csrf = existing
         .filter(|c| c.len() == 64 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
         .map_or_else(random_token, str::to_owned);
-    let mut reply = ok_html(html::login(&csrf, &next, failed));
+    let mut reply = ok_html(html::login(&csrf, &next, notice));
     set_cookie(&mut reply, page, LOGIN_COOKIE, &csrf, 600);
     reply
 }
