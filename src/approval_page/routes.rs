@@ -355,6 +355,14 @@ fn not_signed_in(page: &Page, csrf: Option<&str>, next: String, error: &SignInEr
              take: sign in with your own API token instead.",
         ),
         SignInError::Upstream(_) => return plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+        SignInError::Store(store) => {
+            tracing::warn!(error = %store, "approval page: sign-in not counted in the shared store");
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The shared store failed (its error is in the sidecar's log), so no password \
+                 was sent; try again in a moment.",
+            );
+        }
     };
     let mut reply = login_form(page, csrf, next, Some(notice));
     *reply.status_mut() = status;

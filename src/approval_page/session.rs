@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use moka::future::Cache;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::policy::SignIn;
@@ -90,6 +91,9 @@ pub(crate) enum SignInError {
     SecondFactor,
     #[error("Zabbix could not be asked: {0}")]
     Upstream(String),
+    /// The shared store (Redis) did not answer: no password is sent uncounted.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 impl Sessions {
@@ -136,28 +140,40 @@ impl Sessions {
         peer: IpAddr,
         credentials: Credentials,
     ) -> Result<String, SignInError> {
+        let most = self
+            .login_attempts
+            .load(Ordering::Relaxed)
+            .saturating_sub(1);
         let mut counts = vec![Count {
             failures: &self.by_address,
             key: peer.to_string(),
             max: MAX_FAILURES_PER_ADDRESS,
             username: false,
         }];
+        let mut shared = None;
         if let Credentials::Password { username, .. } = &credentials {
             counts.push(Count {
                 failures: &self.by_username,
                 key: username.clone(),
-                max: self
-                    .login_attempts
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(1),
+                max: most,
                 username: true,
             });
+            shared = Some(Shared::new(app, username));
         }
         if let Err(held) = take_places(&counts).await {
             tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
             return Err(held);
         }
-        let password = matches!(credentials, Credentials::Password { .. });
+        // Then the count every replica shares (SharedStore), which only Redis keeps.
+        if let Some(shared) = &shared {
+            let taken = shared.take(most).await;
+            if !matches!(taken, Ok(true)) {
+                give_back(&counts).await;
+                let held = taken.map_or_else(SignInError::from, |_| SignInError::UsernameHeld);
+                tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
+                return Err(held);
+            }
+        }
         let result = match credentials {
             Credentials::Password { username, password } => {
                 password_session(app, &username, &password).await
@@ -173,15 +189,19 @@ impl Sessions {
             Err(other) => {
                 // Zabbix counted no wrong password (a second factor asked means a right one).
                 give_back(&counts).await;
+                if let Some(shared) = &shared {
+                    shared.give_back().await;
+                }
                 return Err(other);
             }
         };
         give_back(&counts).await;
-        if password {
+        if let Some(shared) = &shared {
             // A right password resets Zabbix's count of wrong ones: so does the page.
             for count in counts.iter().skip(1) {
                 count.failures.invalidate(&count.key).await;
             }
+            shared.forget().await;
         }
         self.read_login_attempts(app, &session.token).await;
         tracing::info!(
@@ -250,6 +270,43 @@ struct Count<'a> {
     max: u32,
     /// Counts wrong passwords for a username (else failed sign-ins from an address).
     username: bool,
+}
+
+/// A username's count of attempts as every replica sharing the store keeps it (Redis
+/// only), by the name's SHA-256: the name typed is not stored.
+struct Shared<'a> {
+    app: &'a App,
+    digest: [u8; 32],
+}
+
+impl<'a> Shared<'a> {
+    fn new(app: &'a App, username: &str) -> Self {
+        Shared {
+            app,
+            digest: Sha256::digest(username.as_bytes()).into(),
+        }
+    }
+
+    async fn take(&self, most: u32) -> Result<bool, crate::store::StoreError> {
+        self.app
+            .store
+            .take_sign_in(&self.digest, most, USERNAME_WINDOW)
+            .await
+    }
+
+    /// Where Redis fails here, the count stays higher than it should for a while: the
+    /// side that keeps Zabbix from blocking the account.
+    async fn give_back(&self) {
+        if let Err(error) = self.app.store.give_back_sign_in(&self.digest).await {
+            tracing::warn!(%error, "approval page: shared sign-in count not given back");
+        }
+    }
+
+    async fn forget(&self) {
+        if let Err(error) = self.app.store.forget_sign_in(&self.digest).await {
+            tracing::warn!(%error, "approval page: shared sign-in count not reset");
+        }
+    }
 }
 
 /// Each attempt takes its place among the failures before Zabbix is asked, in one atomic

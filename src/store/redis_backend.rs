@@ -22,6 +22,7 @@ use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
 
 mod lockout;
 mod rate;
+mod sign_in;
 pub use rate::{AdmitReply, RateAdmit};
 
 const PREFIX: &str = "zmg:";

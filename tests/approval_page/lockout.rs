@@ -183,3 +183,54 @@ async fn second_factor(lab: Lab, user: zapi::TestUser) {
     assert_eq!(by_token.status, 303, "{}", by_token.body);
     car.guard.stop().await;
 }
+
+/// Replicas sharing a Redis share the count: before, each sent a username its own 4 wrong
+/// passwords, and two replicas got a user blocked in Zabbix on the 7.0 lab.
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_count_of_wrong_passwords() {
+    let lab = common::lab(7);
+    let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = zapi::TestUser::create(&lab, &guests, &[]).await;
+    let checked = tokio::spawn(shared(lab.clone(), user.clone())).await;
+    user.delete(&lab).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn shared(lab: Lab, user: zapi::TestUser) {
+    let replica = || {
+        sidecar(Setup {
+            shared_store: Some(common::redis_url()),
+            ..Setup::page(&lab.url)
+        })
+    };
+    let (a, b) = (replica().await, replica().await);
+    let wrong = async |page: &str, n: usize| {
+        PageClient::new(page)
+            .sign_in(&user.username, &format!("wrong-{n}"))
+            .await
+    };
+    // A right password resets the shared count as it does Zabbix's.
+    for n in 0..3 {
+        assert_refused(&wrong(&a.page, n).await);
+    }
+    let right = PageClient::new(&a.page)
+        .sign_in(&user.username, zapi::TEST_PASSWORD)
+        .await;
+    assert_eq!(right.status, 303, "{}", right.body);
+    for n in 0..2 {
+        assert_refused(&wrong(&a.page, n).await);
+        assert_refused(&wrong(&b.page, n).await);
+    }
+    for page in [&a.page, &b.page] {
+        let held = wrong(page, 99).await;
+        assert_eq!(held.status, 429, "{}", held.body);
+    }
+    assert_eq!(attempts_failed(&lab, &user).await, LOGIN_ATTEMPTS - 1);
+    // The account is not blocked.
+    let login = user_login(&lab, &user.username, zapi::TEST_PASSWORD).await;
+    assert!(login["result"].is_string(), "blocked: {login}");
+    a.guard.stop().await;
+    b.guard.stop().await;
+}
