@@ -234,3 +234,37 @@ async fn shared(lab: Lab, user: zapi::TestUser) {
     a.guard.stop().await;
     b.guard.stop().await;
 }
+
+/// What the person sees in a browser once a username is held: why, and what to do.
+#[tokio::test]
+async fn a_held_username_is_told_why_in_the_browser() {
+    let lab = common::lab(7);
+    let car = sidecar(Setup::page(&lab.url)).await;
+    let name = zapi::unique("zmg-no-such-user-held");
+    for n in 0..LOGIN_ATTEMPTS - 1 {
+        let answer = PageClient::new(&car.page)
+            .sign_in(&name, &format!("wrong-{n}"))
+            .await;
+        assert_refused(&answer);
+    }
+    let browser = crate::support::Browser::start().await;
+    browser
+        .sign_in(&format!("{}/approvals", car.page), &name, "wrong-99")
+        .await;
+    let shown = browser
+        .client
+        .wait()
+        .for_element(fantoccini::Locator::Id("failed"))
+        .await
+        .expect("the sign-in form's notice")
+        .text()
+        .await
+        .unwrap_or_default();
+    browser.stop().await;
+    assert!(
+        shown.starts_with("Too many wrong passwords for this username.")
+            && shown.ends_with("Sign in with your own API token instead."),
+        "{shown}"
+    );
+    car.guard.stop().await;
+}
