@@ -3,7 +3,9 @@
 //! Zabbix session ends with `user.logout` at sign-out) or their own API token. The
 //! password is only passed through to Zabbix, never kept or logged. Sessions are short
 //! and live in this replica's memory; when one ends (sign-out, or expiry noticed on a later
-//! page request), the Zabbix session it opened is ended with `user.logout`.
+//! page request), the Zabbix session it opened is ended with `user.logout`. Wrong passwords
+//! are counted per username so that the page never makes Zabbix block an account
+//! (`USERNAME_WINDOW`), and failed sign-ins per client address.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
