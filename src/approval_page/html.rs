@@ -60,12 +60,11 @@ pub(crate) fn page(title: &str, user: Option<&str>, csrf: Option<&str>, body: &s
     out
 }
 
-pub(crate) fn login(csrf: &str, next: &str, failed: bool) -> String {
-    let notice = if failed {
-        "<p class=\"error\" id=\"failed\">Sign-in failed. Check your credentials, or try again later.</p>"
-    } else {
-        ""
-    };
+/// The sign-in form, under `notice` (why the last sign-in failed) if any.
+pub(crate) fn login(csrf: &str, next: &str, notice: Option<&str>) -> String {
+    let notice = notice.map_or_else(String::new, |n| {
+        format!("<p class=\"error\" id=\"failed\">{}</p>", html(n))
+    });
     let body = format!(
         "{notice}<p>Sign in with your own Zabbix account to decide on changes that AI agents asked for.</p>\
          <form method=\"post\" action=\"/approvals/login\">\

@@ -6,6 +6,7 @@
 
 mod decide;
 mod html;
+mod reply;
 mod routes;
 mod session;
 mod summary;

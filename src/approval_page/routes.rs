@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use super::Page;
 use super::decide::{self, Choice, Decided};
 use super::html;
+use super::reply::{Reply, closing, ok_html, plain, redirect, secure, set_cookie};
 use super::session::{Credentials, SESSION_TTL, Session, SignInError, random_token, same_secret};
 use super::summary::summary;
 use crate::server::body::{self, BodyBudget, BodyError};
@@ -22,10 +23,6 @@ const SESSION_COOKIE: &str = "zmg_session";
 const LOGIN_COOKIE: &str = "zmg_login";
 /// Forms are tiny; anything bigger is refused.
 const MAX_FORM_BYTES: usize = 16 * 1024;
-const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
-                   frame-ancestors 'none'; base-uri 'none'";
-
-type Reply = Response<Full<Bytes>>;
 
 pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr) -> Reply {
     let path = request.uri().path().to_owned();
@@ -72,7 +69,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
             reply
         }
         (Method::GET, "/approvals/login") => {
-            login_form(page, login_csrf.as_deref(), next_of(&query), false)
+            login_form(page, login_csrf.as_deref(), next_of(&query), None)
         }
         (_, path) if !(path == "/approvals" || path.starts_with("/approvals/")) => {
             plain(StatusCode::NOT_FOUND, "Not found.")
@@ -103,12 +100,7 @@ pub(crate) async fn handle(page: &Page, request: Request<Incoming>, peer: IpAddr
                     set_cookie(&mut reply, page, LOGIN_COOKIE, "", 0);
                     reply
                 }
-                Err(SignInError::Refused) => {
-                    let mut reply = login_form(page, login_csrf.as_deref(), next, true);
-                    *reply.status_mut() = StatusCode::UNAUTHORIZED;
-                    reply
-                }
-                Err(error) => plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+                Err(error) => not_signed_in(page, login_csrf.as_deref(), next, &error),
             }
         }
         (method, path) => {
@@ -338,69 +330,54 @@ async fn detail(
     reply
 }
 
-/// The sign-in form. Its CSRF token is the `zmg_login` cookie's, kept while it lives, so
-/// that several open sign-in forms (or a second load) do not invalidate each other.
-fn login_form(page: &Page, existing: Option<&str>, next: String, failed: bool) -> Reply {
-    let csrf = existing
-        .filter(|c| c.len() == 64 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
-        .map_or_else(random_token, str::to_owned);
-    let mut reply = ok_html(html::login(&csrf, &next, failed));
-    set_cookie(&mut reply, page, LOGIN_COOKIE, &csrf, 600);
-    reply
-}
-
-fn ok_html(body: String) -> Reply {
-    let mut reply = secure(Response::new(Full::new(Bytes::from(body))));
-    reply.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    reply
-}
-
-fn plain(status: StatusCode, text: &str) -> Reply {
-    let mut reply = ok_html(html::message("Approvals", text));
+/// The answer to a sign-in that opened no session, for each way one ends.
+fn not_signed_in(page: &Page, csrf: Option<&str>, next: String, error: &SignInError) -> Reply {
+    let (status, notice) = match error {
+        SignInError::Refused => (
+            StatusCode::UNAUTHORIZED,
+            "Sign-in failed: wrong username or password, or Zabbix blocks the account for a \
+             while after too many wrong passwords.",
+        ),
+        SignInError::UsernameHeld => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many wrong passwords for this username. So that Zabbix does not block the \
+             account (it does after its login_attempts wrong ones, here and in its frontend \
+             alike), this page sends no more passwords for it until an hour has passed without \
+             one. Sign in with your own API token instead.",
+        ),
+        SignInError::AddressHeld => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed sign-ins from your address; try again in five minutes.",
+        ),
+        SignInError::SecondFactor => (
+            StatusCode::FORBIDDEN,
+            "Your Zabbix account asks for a second factor (MFA), which this page cannot \
+             take: sign in with your own API token instead.",
+        ),
+        SignInError::Upstream(_) => return plain(StatusCode::BAD_GATEWAY, &error.to_string()),
+        SignInError::Store(store) => {
+            tracing::warn!(error = %store, "approval page: sign-in not counted in the shared store");
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The shared store failed (its error is in the sidecar's log), so no password \
+                 was sent; try again in a moment.",
+            );
+        }
+    };
+    let mut reply = login_form(page, csrf, next, Some(notice));
     *reply.status_mut() = status;
     reply
 }
 
-fn redirect(to: &str) -> Reply {
-    let mut reply = secure(Response::new(Full::new(Bytes::new())));
-    *reply.status_mut() = StatusCode::SEE_OTHER;
-    if let Ok(location) = HeaderValue::from_str(to) {
-        reply.headers_mut().insert(header::LOCATION, location);
-    }
+/// The sign-in form. Its CSRF token is the `zmg_login` cookie's, kept while it lives, so
+/// that several open sign-in forms (or a second load) do not invalidate each other.
+fn login_form(page: &Page, existing: Option<&str>, next: String, notice: Option<&str>) -> Reply {
+    let csrf = existing
+        .filter(|c| c.len() == 64 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
+        .map_or_else(random_token, str::to_owned);
+    let mut reply = ok_html(html::login(&csrf, &next, notice));
+    set_cookie(&mut reply, page, LOGIN_COOKIE, &csrf, 600);
     reply
-}
-
-/// Headers every answer carries.
-fn secure(mut reply: Reply) -> Reply {
-    let headers = reply.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    reply
-}
-
-fn set_cookie(reply: &mut Reply, page: &Page, name: &str, value: &str, max_age: u64) {
-    let secure = if page.secure_cookies { "; Secure" } else { "" };
-    let cookie = format!(
-        "{name}={value}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
-    );
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        reply.headers_mut().append(header::SET_COOKIE, value);
-    }
 }
 
 /// Whether the browser says a POST comes from another origin: `Sec-Fetch-Site` where the
@@ -469,14 +446,6 @@ async fn read_form(
             ),
         ))),
     }
-}
-
-/// HTTP/1 closes the connection after this reply (the rest of the body is unread).
-fn closing(mut reply: Reply) -> Reply {
-    reply
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    reply
 }
 
 fn next_of(query: &str) -> String {

@@ -3,14 +3,18 @@
 //! Zabbix session ends with `user.logout` at sign-out) or their own API token. The
 //! password is only passed through to Zabbix, never kept or logged. Sessions are short
 //! and live in this replica's memory; when one ends (sign-out, or expiry noticed on a later
-//! page request), the Zabbix session it opened is ended with `user.logout`.
+//! page request), the Zabbix session it opened is ended with `user.logout`. Wrong passwords
+//! are counted per username so that the page never makes Zabbix block an account
+//! (`USERNAME_WINDOW`), and failed sign-ins per client address.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use moka::future::Cache;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::policy::SignIn;
@@ -19,11 +23,20 @@ use crate::zabbix::{ApiToken, Identity, Method};
 
 /// How long a page session lasts from sign-in.
 pub(crate) const SESSION_TTL: Duration = Duration::from_secs(900);
-/// Failed sign-ins allowed per username, and per client address (higher: behind a reverse
-/// proxy many people share one), within `FAILURE_WINDOW`.
-const MAX_FAILURES_PER_USER: u32 = 5;
+/// Failed sign-ins allowed per client address within `ADDRESS_WINDOW` (behind a reverse
+/// proxy many people share one).
 const MAX_FAILURES_PER_ADDRESS: u32 = 20;
-const FAILURE_WINDOW: Duration = Duration::from_secs(300);
+const ADDRESS_WINDOW: Duration = Duration::from_secs(300);
+/// Zabbix counts a user's wrong passwords until a right one, whenever they came, blocks the
+/// account for `login_block` at its `login_attempts` and again at every wrong one after
+/// (frontend and API alike). So the page sends one username at most `login_attempts - 1`
+/// wrong passwords, and forgets them only at a right one (as Zabbix does) or once this long
+/// has passed without an attempt for the username (one held renews it: an attacker who
+/// keeps trying keeps the page's hold, never adding to Zabbix's count). Whoever reaches
+/// the page thus cannot get the account blocked in Zabbix through it alone.
+const USERNAME_WINDOW: Duration = Duration::from_secs(3600);
+/// Zabbix's default `login_attempts`, until a sign-in reads the setting (`settings.get`).
+const ZABBIX_LOGIN_ATTEMPTS: u32 = 5;
 /// Sessions one Zabbix user may hold at once; a sign-in past it ends that user's oldest.
 /// Sign-ins that succeed are not limited otherwise, so without it one token signing in
 /// again and again would fill the sessions every approver shares.
@@ -47,7 +60,12 @@ pub(crate) struct Session {
 /// Sessions and the failed sign-in counters of this replica.
 pub(crate) struct Sessions {
     sessions: Cache<String, Arc<Session>>,
-    failures: Cache<String, u32>,
+    /// Failed sign-ins by client address.
+    by_address: Cache<String, u32>,
+    /// Wrong passwords sent to Zabbix by username, as typed.
+    by_username: Cache<String, u32>,
+    /// Zabbix's `login_attempts` as last read.
+    login_attempts: AtomicU32,
 }
 
 /// What the person typed into the sign-in form.
@@ -58,11 +76,26 @@ pub(crate) enum Credentials {
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SignInError {
-    /// Wrong credentials, unknown user, or too many failures: deliberately one answer.
+    /// Wrong credentials or unknown user (or an account Zabbix blocks): deliberately one
+    /// answer, as Zabbix gives.
     #[error("sign-in failed")]
     Refused,
+    /// This username's wrong passwords are one short of Zabbix's `login_attempts`: no more
+    /// are sent for it for now. Counted per username typed, existing or not.
+    #[error("too many wrong passwords for this username")]
+    UsernameHeld,
+    /// Too many failed sign-ins from this client address.
+    #[error("too many failed sign-ins from this address")]
+    AddressHeld,
+    /// The password was right, but Zabbix asks this user for a second factor (MFA), which
+    /// the page cannot take.
+    #[error("the account asks for a second factor")]
+    SecondFactor,
     #[error("Zabbix could not be asked: {0}")]
     Upstream(String),
+    /// The shared store (Redis) did not answer: no password is sent uncounted.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 impl Sessions {
@@ -86,10 +119,15 @@ impl Sessions {
                 .time_to_live(SESSION_TTL)
                 .async_eviction_listener(on_end)
                 .build(),
-            failures: Cache::builder()
+            by_address: Cache::builder()
                 .max_capacity(100_000)
-                .time_to_live(FAILURE_WINDOW)
+                .time_to_live(ADDRESS_WINDOW)
                 .build(),
+            by_username: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(USERNAME_WINDOW)
+                .build(),
+            login_attempts: AtomicU32::new(ZABBIX_LOGIN_ATTEMPTS),
         }
     }
 
@@ -104,41 +142,39 @@ impl Sessions {
         peer: IpAddr,
         credentials: Credentials,
     ) -> Result<String, SignInError> {
-        let user_key = match &credentials {
-            Credentials::Password { username, .. } => format!("user:{username}"),
-            Credentials::Token(_) => String::new(),
-        };
-        let peer_key = format!("ip:{peer}");
-        let keys = [
-            (peer_key, MAX_FAILURES_PER_ADDRESS),
-            (user_key, MAX_FAILURES_PER_USER),
-        ];
-        let counted = || keys.iter().filter(|(key, _)| !key.is_empty());
-        let mut over = false;
-        for (key, max) in counted() {
-            over |= self.failures.get(key).await.unwrap_or(0) >= *max;
+        let most = self
+            .login_attempts
+            .load(Ordering::Relaxed)
+            .saturating_sub(1);
+        let mut counts = vec![Count {
+            failures: &self.by_address,
+            key: peer.to_string(),
+            max: MAX_FAILURES_PER_ADDRESS,
+            username: false,
+        }];
+        let mut shared = None;
+        if let Credentials::Password { username, .. } = &credentials {
+            counts.push(Count {
+                failures: &self.by_username,
+                key: username.clone(),
+                max: most,
+                username: true,
+            });
+            shared = Some(Shared::new(app, username));
         }
-        // Each attempt takes its place among the failures before Zabbix is asked, in one
-        // atomic step per key: attempts sent at once cannot all pass a count read before
-        // any of them failed. One that did not fail gives its place back.
-        if !over {
-            for (key, max) in counted() {
-                let taken = self
-                    .failures
-                    .entry(key.clone())
-                    .and_upsert_with(|count| async move {
-                        count.map_or(1, |c| c.into_value().saturating_add(1))
-                    })
-                    .await;
-                over |= *taken.value() > *max;
-            }
-            if over {
-                self.give_back(&keys).await;
-            }
+        if let Err(held) = take_places(&counts).await {
+            tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
+            return Err(held);
         }
-        if over {
-            tracing::info!(client.address = %peer, "approval page sign-in rate-limited");
-            return Err(SignInError::Refused);
+        // Then the count every replica shares (SharedStore), which only Redis keeps.
+        if let Some(shared) = &shared {
+            let taken = shared.take(most).await;
+            if !matches!(taken, Ok(true)) {
+                give_back(&counts).await;
+                let held = taken.map_or_else(SignInError::from, |_| SignInError::UsernameHeld);
+                tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
+                return Err(held);
+            }
         }
         let result = match credentials {
             Credentials::Password { username, password } => {
@@ -153,11 +189,23 @@ impl Sessions {
                 return Err(SignInError::Refused);
             }
             Err(other) => {
-                self.give_back(&keys).await;
+                // Zabbix counted no wrong password (a second factor asked means a right one).
+                give_back(&counts).await;
+                if let Some(shared) = &shared {
+                    shared.give_back().await;
+                }
                 return Err(other);
             }
         };
-        self.give_back(&keys).await;
+        give_back(&counts).await;
+        if let Some(shared) = &shared {
+            // A right password resets Zabbix's count of wrong ones: so does the page.
+            for count in counts.iter().skip(1) {
+                count.failures.invalidate(&count.key).await;
+            }
+            shared.forget().await;
+        }
+        self.read_login_attempts(app, &session.token).await;
         tracing::info!(
             client.address = %peer,
             user.id = %session.identity.userid,
@@ -167,6 +215,28 @@ impl Sessions {
         let id = random_token();
         self.sessions.insert(id.clone(), Arc::new(session)).await;
         Ok(id)
+    }
+
+    /// Reads Zabbix's `login_attempts` with a sign-in's own session or token (any user may
+    /// in 7.0, super admins only in 6.0); where it cannot, the last value read stands.
+    async fn read_login_attempts(&self, app: &App, token: &ApiToken) {
+        let Ok(version) = app.zabbix.version().await else {
+            return;
+        };
+        let read = app
+            .zabbix
+            .call(
+                Method::SettingsGet,
+                &json!({"output": ["login_attempts"]}),
+                Some((token, version)),
+            )
+            .await;
+        match read.map(|settings| text(&settings, "login_attempts").parse::<u32>()) {
+            // Zabbix takes 1 to 32.
+            Ok(Ok(attempts @ 1..=32)) => self.login_attempts.store(attempts, Ordering::Relaxed),
+            Ok(_) => tracing::info!("approval page: settings.get gave no login_attempts"),
+            Err(error) => tracing::debug!(%error, "approval page: login_attempts not read"),
+        }
     }
 
     /// Ends `userid`'s oldest sessions until one more fits within [`MAX_SESSIONS_PER_USER`].
@@ -188,24 +258,95 @@ impl Sessions {
         }
     }
 
-    /// Gives back the places an attempt took among the failures (it did not fail).
-    async fn give_back(&self, keys: &[(String, u32)]) {
-        for (key, _) in keys.iter().filter(|(key, _)| !key.is_empty()) {
-            self.failures
-                .entry(key.clone())
-                .and_compute_with(|count| async move {
-                    match count.map(|c| c.into_value()) {
-                        Some(count) if count > 1 => moka::ops::compute::Op::Put(count - 1),
-                        _ => moka::ops::compute::Op::Remove,
-                    }
-                })
-                .await;
-        }
-    }
-
     /// Ends the page session; the eviction listener ends the Zabbix session it opened.
     pub(crate) async fn sign_out(&self, id: &str) {
         self.sessions.invalidate(id).await;
+    }
+}
+
+/// One count of failed sign-ins an attempt is checked against.
+struct Count<'a> {
+    failures: &'a Cache<String, u32>,
+    key: String,
+    /// Failures allowed; at it, no more attempts are sent to Zabbix.
+    max: u32,
+    /// Counts wrong passwords for a username (else failed sign-ins from an address).
+    username: bool,
+}
+
+/// A username's count of attempts as every replica sharing the store keeps it (Redis
+/// only), by the name's SHA-256: the name typed is not stored.
+struct Shared<'a> {
+    app: &'a App,
+    digest: [u8; 32],
+}
+
+impl<'a> Shared<'a> {
+    fn new(app: &'a App, username: &str) -> Self {
+        Shared {
+            app,
+            digest: Sha256::digest(username.as_bytes()).into(),
+        }
+    }
+
+    async fn take(&self, most: u32) -> Result<bool, crate::store::StoreError> {
+        self.app
+            .store
+            .take_sign_in(&self.digest, most, USERNAME_WINDOW)
+            .await
+    }
+
+    /// Where Redis fails here, the count stays higher than it should for a while: the
+    /// side that keeps Zabbix from blocking the account.
+    async fn give_back(&self) {
+        if let Err(error) = self.app.store.give_back_sign_in(&self.digest).await {
+            tracing::warn!(%error, "approval page: shared sign-in count not given back");
+        }
+    }
+
+    async fn forget(&self) {
+        if let Err(error) = self.app.store.forget_sign_in(&self.digest).await {
+            tracing::warn!(%error, "approval page: shared sign-in count not reset");
+        }
+    }
+}
+
+/// Each attempt takes its place among the failures before Zabbix is asked, in one atomic
+/// step per count: attempts sent at once cannot all pass a count read before any of them
+/// failed. One that does not fail gives its place back ([`give_back`]). Past a count's
+/// `max`, nothing is taken, and the count that held the attempt is named.
+async fn take_places(counts: &[Count<'_>]) -> Result<(), SignInError> {
+    for (taken, count) in counts.iter().enumerate() {
+        let after = count
+            .failures
+            .entry(count.key.clone())
+            .and_upsert_with(|c| async move { c.map_or(1, |c| c.into_value().saturating_add(1)) })
+            .await;
+        if *after.value() > count.max {
+            give_back(&counts[..=taken]).await;
+            return Err(if count.username {
+                SignInError::UsernameHeld
+            } else {
+                SignInError::AddressHeld
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Gives back the places an attempt took among the failures (it did not fail).
+async fn give_back(counts: &[Count<'_>]) {
+    for count in counts {
+        count
+            .failures
+            .entry(count.key.clone())
+            .and_compute_with(|c| async move {
+                match c.map(|c| c.into_value()) {
+                    Some(c) if c > 1 => moka::ops::compute::Op::Put(c - 1),
+                    _ => moka::ops::compute::Op::Remove,
+                }
+            })
+            .await;
     }
 }
 
@@ -258,6 +399,11 @@ async fn password_session(
     let sid = text(&user, "sessionid");
     if sid.is_empty() {
         return Err(SignInError::Refused);
+    }
+    // 7.0 opens a session awaiting the second factor for a user under MFA ("mfaid" set),
+    // which Zabbix refuses for anything (user.logout too) until its frontend takes the code.
+    if !matches!(text(&user, "mfaid").as_str(), "" | "0") {
+        return Err(SignInError::SecondFactor);
     }
     let token = ApiToken::new(sid);
     match identity(app, &user, &token).await {

@@ -314,6 +314,38 @@ impl Store {
         }
     }
 
+    /// Takes a place in the approval page's count of attempts for the username with this
+    /// SHA-256 digest, for every replica: `false`, none taken, when `max` are counted
+    /// (see `approval_page::session`). In memory there is nothing shared: the page's own
+    /// count is all there is.
+    pub async fn take_sign_in(
+        &self,
+        digest: &[u8; 32],
+        max: u32,
+        window: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(_) => Ok(true),
+            Store::Redis(r) => r.take_sign_in(&hex::encode(digest), max, window).await,
+        }
+    }
+
+    /// Gives back a place [`Store::take_sign_in`] took (the attempt was no wrong password).
+    pub async fn give_back_sign_in(&self, digest: &[u8; 32]) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => r.give_back_sign_in(&hex::encode(digest)).await,
+        }
+    }
+
+    /// Forgets the username's count for every replica (a right password).
+    pub async fn forget_sign_in(&self, digest: &[u8; 32]) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => r.forget_sign_in(&hex::encode(digest)).await,
+        }
+    }
+
     /// Whether the store answers (Redis: takes a write within the timeout); memory always does.
     pub async fn ping(&self) -> Result<(), StoreError> {
         match self {

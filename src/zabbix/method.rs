@@ -29,6 +29,8 @@ pub enum Method {
     /// The approval page: an approver's sign-in and sign-out.
     UserLogin,
     UserLogout,
+    /// The approval page: Zabbix's `login_attempts`, read with an approver's sign-in.
+    SettingsGet,
 }
 
 impl Method {
@@ -57,6 +59,7 @@ impl Method {
             Method::MaintenanceDelete => "maintenance.delete",
             Method::UserLogin => "user.login",
             Method::UserLogout => "user.logout",
+            Method::SettingsGet => "settings.get",
         }
     }
 

@@ -82,6 +82,11 @@ impl Keys {
         format!("{}rejected:{source}", self.prefix)
     }
 
+    /// The approval page's count of wrong passwords for one username (its SHA-256).
+    pub(crate) fn sign_in(&self, digest: &str) -> String {
+        format!("{}signin:{digest}", self.prefix)
+    }
+
     /// A token Zabbix accepted lately.
     pub(crate) fn accepted(&self, digest: &str) -> String {
         format!("{}accepted:{digest}", self.prefix)
