@@ -85,10 +85,10 @@ pub enum ToolError {
     Store(#[from] StoreError),
     #[error(transparent)]
     RateLimited(#[from] crate::ratelimit::RateLimitError),
-    /// A write's decision could not be queued for the decision log: its destination is
-    /// not keeping up, and no change goes to Zabbix unlogged.
+    /// A write's decision line was not written: the log's queue is full, or its
+    /// destination failed or did not take it in time; no change goes to Zabbix unlogged.
     #[error(
-        "the decision log is not keeping up (its destination is slow or stuck), and no write is sent without its decision logged; try again later; nothing was sent to Zabbix"
+        "the decision log is not keeping up (its destination is slow, stuck or failing: a pipe whose reader is gone, a full disk), and no write is sent without its decision logged; try again later; nothing was sent to Zabbix"
     )]
     Unlogged,
 }
