@@ -217,6 +217,11 @@ async fn tls_front(pki: &common::tls::Pki, alpn: &[&[u8]]) -> (String, Seen) {
 }
 
 fn client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
+    client_aged(url, ca_file, Duration::from_secs(300))
+}
+
+/// A client whose connections carry calls for `max_age` (`MaxZabbixConnectionAge`).
+fn client_aged(url: &str, ca_file: Option<std::path::PathBuf>, max_age: Duration) -> ZabbixClient {
     common::init();
     ZabbixClient::new(&ClientSettings {
         api_url: url.to_owned(),
@@ -225,6 +230,7 @@ fn client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
         ignore_cert_errors: false,
         max_response_bytes: 1 << 20,
         max_concurrency: 16,
+        max_connection_age: max_age,
     })
     .unwrap()
 }
@@ -325,6 +331,37 @@ async fn tls_speaks_http2_when_the_frontend_offers_it_on_one_shared_connection()
         requests.iter().all(|(v, _)| *v == Version::HTTP_2),
         "{requests:?}"
     );
+}
+
+/// `MaxZabbixConnectionAge`: a kept connection (HTTP/1.1, or the shared HTTP/2 one) older
+/// than it is handed no more calls, and the next call connects anew, looking the frontend's
+/// name up again. Before, a kept connection carried calls for as long as it stayed open
+/// (the readiness check every 10 s kept it so for good): with /etc/hosts moving the
+/// frontend's name to another local frontend, the sidecar's calls all went on to the old
+/// one (6 calls over 30 s, none to the new address).
+#[tokio::test]
+async fn a_connection_older_than_max_zabbix_connection_age_carries_no_more_calls() {
+    let pki = common::tls::pki("connections-age");
+    let (plain, plain_seen) = plain_front(Keep::Open).await;
+    let (tls, tls_seen) = tls_front(&pki, &[b"h2"]).await;
+    for (url, seen, ca) in [
+        (plain, plain_seen, None),
+        (tls, tls_seen, Some(pki.ca_file.clone())),
+    ] {
+        let client = client_aged(&url, ca, Duration::from_secs(1));
+        read(&client).await;
+        read(&client).await;
+        assert_eq!(seen.connections(), 1, "{url}: reused while younger");
+        common::wait_until(
+            "a call on a new connection",
+            Duration::from_secs(10),
+            async || {
+                write(&client).await.unwrap();
+                seen.connections() == 2
+            },
+        )
+        .await;
+    }
 }
 
 #[tokio::test]
