@@ -15,7 +15,9 @@
 //! - Resending: hyper hands a request back when the connection closed before any of it
 //!   was written. Such a read is sent again on a new connection if the closed one was a
 //!   reused one (a frontend closing an idle connection as it is taken); a write never is,
-//!   so a write reaches Zabbix at most once.
+//!   so a write reaches Zabbix at most once. A write goes on a new HTTP/1.1 connection,
+//!   never an idle one, so a frontend's keep-alive close cannot race it (HTTP/2's shared
+//!   connection carries writes too).
 //! - Why not hyper-util's pooled client: against a frontend that closes every connection
 //!   (the lab's `php -S`), its pool, checkout and connect race were about 600 of the
 //!   5,700 cache lines of code a call ran (docs/performance-log.md), and its connector asked
@@ -220,7 +222,7 @@ impl Connections {
         max_bytes: usize,
         sending: &AtomicBool,
     ) -> Result<(StatusCode, Bytes), ConnectionError> {
-        let mut reused = self.checkout().await;
+        let mut reused = self.checkout(resend).await;
         loop {
             let (mut sender, was_reused, made) = match reused.take() {
                 Some((sender, made)) => (sender, true, made),
@@ -297,8 +299,11 @@ impl Connections {
     }
 
     /// An idle connection that is still open and verified under the trust loaded now, most
-    /// recently used first.
-    async fn checkout(&self) -> Option<(Sender, Made)> {
+    /// recently used first. A write takes no idle HTTP/1.1 one: a frontend closing it as
+    /// the write arrives (Apache at `KeepAliveTimeout`) takes the write's bytes unread, and
+    /// nothing tells that from a write applied before its answer was lost, so it would be
+    /// reported as possibly applied. A new connection is not closed for idling.
+    async fn checkout(&self, resend: Resend) -> Option<(Sender, Made)> {
         loop {
             let trusted = self.trusted();
             let candidate = {
@@ -316,9 +321,13 @@ impl Connections {
                                 && Some(*since) > fresh_since
                                 && self.reusable(made, trusted)
                         });
-                        idle.http1
-                            .pop()
-                            .map(|(sender, _, made)| (Sender::Http1(sender), made))
+                        match resend {
+                            Resend::Never => None,
+                            Resend::IfUnsent => idle
+                                .http1
+                                .pop()
+                                .map(|(sender, _, made)| (Sender::Http1(sender), made)),
+                        }
                     }
                 }
             };

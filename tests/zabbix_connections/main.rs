@@ -32,6 +32,9 @@ enum Keep {
     CloseSaid,
     /// Answers as if keeping the connection, then closes it without a word.
     CloseUnsaid,
+    /// Answers as if keeping the connection, then closes it as the next request arrives,
+    /// unread: Apache when its `KeepAliveTimeout` ends just as a request comes.
+    CloseAsNextArrives,
 }
 
 /// What a frontend saw.
@@ -72,6 +75,7 @@ async fn plain_front(keep: Keep) -> (String, Seen) {
             tokio::spawn(async move {
                 match keep {
                     Keep::CloseUnsaid => answer_once_and_close(stream, &state).await,
+                    Keep::CloseAsNextArrives => close_as_next_arrives(stream, &state).await,
                     Keep::Open | Keep::CloseSaid => {
                         let mut http1 = hyper::server::conn::http1::Builder::new();
                         http1.keep_alive(matches!(keep, Keep::Open));
@@ -134,6 +138,21 @@ async fn respond(stream: &mut TcpStream, answer: &[u8]) {
     );
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(answer).await;
+}
+
+/// Answers one request as if keeping the connection, then waits for the next one and
+/// closes with it unread (the client gets a reset after its bytes went out).
+async fn close_as_next_arrives(mut stream: TcpStream, seen: &Seen) {
+    let Some(body) = read_request(&mut stream).await else {
+        return;
+    };
+    let (method, answer) = answer(&body);
+    seen.requests
+        .lock()
+        .unwrap()
+        .push((Version::HTTP_11, method));
+    respond(&mut stream, &answer).await;
+    let _ = stream.readable().await;
 }
 
 /// Reads one request, answers it as if keeping the connection, and closes.
@@ -264,7 +283,11 @@ async fn kept_open_connections_are_reused() {
         assert_eq!(read(&client).await["method"], "apiinfo.version");
     }
     write(&client).await.unwrap();
-    assert_eq!(seen.connections(), 1, "six calls, one connection");
+    assert_eq!(
+        seen.connections(),
+        2,
+        "five reads on one connection, the write on a new one"
+    );
     assert_eq!(seen.requests().len(), 6);
 }
 
@@ -415,7 +438,24 @@ async fn another_requests_answer_is_never_taken() {
     write(&client).await.unwrap();
     assert_eq!(
         seen.connections(),
-        2,
-        "the out-of-step connection was not used again"
+        3,
+        "the out-of-step connection was not used again (the write has one of its own)"
     );
+}
+
+/// A write never goes on an idle HTTP/1.1 connection. A frontend closing one as the write
+/// arrives (Apache when `KeepAliveTimeout` ends just then) takes its bytes unread, and the
+/// client cannot tell that from a write applied before its answer was lost. Before, such a
+/// write was reported as possibly applied (`the request reached the Zabbix API, but its
+/// answer was lost`), having reached nothing; now it goes on a new connection.
+#[tokio::test]
+async fn a_write_is_not_raced_by_a_keep_alive_close() {
+    let (url, seen) = plain_front(Keep::CloseAsNextArrives).await;
+    let client = client(&url, None);
+    read(&client).await;
+    let written = write(&client).await;
+    assert!(written.is_ok(), "{written:?}");
+    let methods: Vec<String> = seen.requests().into_iter().map(|(_, m)| m).collect();
+    assert_eq!(methods, ["apiinfo.version", "event.acknowledge"]);
+    assert_eq!(seen.connections(), 2);
 }
