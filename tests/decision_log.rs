@@ -392,7 +392,15 @@ async fn writes_are_refused_while_the_decision_log_destination_fails() {
             .count()
     };
     assert_eq!(sent(&recorder), 0, "nothing was sent to Zabbix");
+    let failed = guard.app().decisions.write_errors();
     common::read(&client, "host_get", json!({"limit": 1})).await;
+    // Its two lines (decision, result) were tried and failed: nothing is left queued.
+    common::wait_until(
+        "the read's lines failed",
+        Duration::from_secs(10),
+        async || guard.app().decisions.write_errors() >= failed + 2,
+    )
+    .await;
 
     // A reader comes back: the writer's own retry finds it, no call needed.
     let reader = std::fs::File::open(&fifo).unwrap();
