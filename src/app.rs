@@ -143,6 +143,7 @@ impl App {
             ignore_cert_errors: config.ignore_url_cert_errors,
             max_response_bytes: config.limits.max_zabbix_response_size,
             max_concurrency: config.limits.max_zabbix_concurrency,
+            max_connection_age: config.limits.max_zabbix_connection_age,
         })?
         .with_metrics(metrics.clone());
         let limiter = RateLimiter::new(

@@ -228,6 +228,9 @@ pub struct ParamFlags {
     /// MaxZabbixConcurrency: see README "Reliability" [ZABBIX_MCP_GUARD_MAX_ZABBIX_CONCURRENCY]
     #[arg(long, value_name = "VALUE")]
     pub max_zabbix_concurrency: Option<String>,
+    /// MaxZabbixConnectionAge: see README "How it talks to Zabbix" [ZABBIX_MCP_GUARD_MAX_ZABBIX_CONNECTION_AGE]
+    #[arg(long, value_name = "VALUE")]
+    pub max_zabbix_connection_age: Option<String>,
     /// WorkerThreads: see README "Performance" [ZABBIX_MCP_GUARD_WORKER_THREADS]
     #[arg(long, value_name = "VALUE")]
     pub worker_threads: Option<String>,
@@ -394,6 +397,7 @@ impl ParamFlags {
             Param::MaxConnections => one(&self.max_connections),
             Param::MaxZabbixResponseSize => one(&self.max_zabbix_response_size),
             Param::MaxZabbixConcurrency => one(&self.max_zabbix_concurrency),
+            Param::MaxZabbixConnectionAge => one(&self.max_zabbix_connection_age),
             Param::MaxSessions => one(&self.max_sessions),
             Param::MaxSessionsPerToken => one(&self.max_sessions_per_token),
             Param::MaxRequestsPerSession => one(&self.max_requests_per_session),

@@ -335,3 +335,106 @@ async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
     assert_eq!(sent(&recorder), 1);
     guard.stop().await;
 }
+
+/// A destination that takes no line at all (a pipe whose reader exited: a log shipper that
+/// crashed, `| head -1`; a full disk) refuses every write, at once, as `overloaded`, with
+/// nothing sent, and makes the sidecar not ready; the writer tries the destination again by
+/// itself, so once a reader is back the sidecar is ready without any call, the gap is a
+/// `decision_log_unwritten` line, and writes go through. Before, every line was lost to
+/// EPIPE, `/readyz` said ready, and writes were sent unlogged.
+#[tokio::test]
+async fn writes_are_refused_while_the_decision_log_destination_fails() {
+    let lab = common::lab(7);
+    let (proxy, recorder) = common::recorder::start(&lab.url).await;
+    let fifo = temp_path("gone.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Open read-write (never blocks on Linux) so the sidecar's open finds a reader.
+    let first_reader = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let mut config = config_for(&proxy);
+    config.decision_log = DecisionLogSink::File(fifo.clone());
+    let guard = start_with(config).await;
+    // The reader exits: every write to the pipe is EPIPE from now on.
+    drop(first_reader);
+    let client = common::client(&guard, &lab.token).await;
+    let event = common::trapper::open_problem(&client, &lab, &["mcp-web-01"]).await;
+    let http = reqwest::Client::new();
+    let readyz = format!("{}/readyz", guard.base);
+    let ready = async |http: &reqwest::Client| {
+        common::status_and_body(http.get(&readyz).send().await.unwrap()).await
+    };
+    common::wait_until(
+        "the decision log failing",
+        Duration::from_secs(30),
+        async || ready(&http).await.0 == 503,
+    )
+    .await;
+    let (_, body) = ready(&http).await;
+    assert_eq!(body["decision_log"]["failing"], true, "{body}");
+
+    let ack = json!({"eventids": [event], "message": "unlogged while the log fails?"});
+    let refused = common::tool_error(&client, "problem_acknowledge", ack.clone()).await;
+    assert_eq!(refused["code"], "overloaded", "{refused}");
+    let sent = |recorder: &common::recorder::Recorder| {
+        recorder
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b.contains("event.acknowledge"))
+            .count()
+    };
+    assert_eq!(sent(&recorder), 0, "nothing was sent to Zabbix");
+    let failed = guard.app().decisions.write_errors();
+    common::read(&client, "host_get", json!({"limit": 1})).await;
+    // Its two lines (decision, result) were tried and failed: nothing is left queued.
+    common::wait_until(
+        "the read's lines failed",
+        Duration::from_secs(10),
+        async || guard.app().decisions.write_errors() >= failed + 2,
+    )
+    .await;
+
+    // A reader comes back: the writer's own retry finds it, no call needed.
+    let reader = std::fs::File::open(&fifo).unwrap();
+    let (tx, drained) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut reader = reader;
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    common::wait_until("ready again", Duration::from_secs(30), async || {
+        ready(&http).await.0 == 200
+    })
+    .await;
+    let ok = common::call(&client, "problem_acknowledge", ack).await;
+    assert_ne!(ok.is_error, Some(true), "{ok:?}");
+    assert_eq!(sent(&recorder), 1);
+    zabbix_mcp_guard::policy::flush_decision_logs();
+    let mut bytes = Vec::new();
+    common::wait_until("the gap's line read", Duration::from_secs(10), async || {
+        bytes.extend(drained.try_iter().flatten());
+        String::from_utf8_lossy(&bytes).contains("decision_log_unwritten")
+    })
+    .await;
+    let text = String::from_utf8_lossy(&bytes);
+    let gap: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["event"] == "decision_log_unwritten")
+        .unwrap_or_else(|| panic!("no decision_log_unwritten line in {text}"));
+    assert!(gap["data"]["lines"].as_u64().unwrap() >= 2, "{gap}");
+    guard.stop().await;
+}

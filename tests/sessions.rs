@@ -401,7 +401,7 @@ async fn a_write_in(
 /// its approval holds its place for `ElicitationTimeout`, also once its client hung up.
 /// Before, one session held any number of them (1,000 writes waiting: 1,001 calls in
 /// flight and 50 MB more in a debug build, after their client had gone). Now the request
-/// past the cap gets 429 with a JSON-RPC error naming it, and a place freed is used again.
+/// past the cap gets its JSON-RPC error `-32005` naming it, and a place freed is used again.
 #[tokio::test]
 async fn a_session_holds_at_most_max_requests_per_session_in_flight() {
     let lab = common::lab(7);
@@ -428,10 +428,11 @@ async fn a_session_holds_at_most_max_requests_per_session_in_flight() {
     let before = common::metrics::scrape(&guard.base).await;
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
     let refused = post(&http, &guard.url, &lab.token, Some(&session), &list).await;
-    assert_eq!(refused.status(), 429);
-    assert_eq!(refused.headers()["retry-after"], "1");
+    assert_eq!(refused.status(), 200, "the request's own error");
     let body: serde_json::Value = refused.json().await.unwrap();
     assert_eq!(body["id"], 3, "{body}");
+    assert_eq!(body["error"]["code"], -32005, "{body}");
+    assert_eq!(body["error"]["data"]["retry_after_seconds"], 1, "{body}");
     assert_eq!(body["error"]["data"]["code"], "rate_limited", "{body}");
     assert_eq!(
         body["error"]["data"]["scope"], "max_requests_per_session",
@@ -439,7 +440,9 @@ async fn a_session_holds_at_most_max_requests_per_session_in_flight() {
     );
     let message = body["error"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("this session has 2 requests in flight (MaxRequestsPerSession)"),
+        message.starts_with(
+            "too many requests in flight in this session: it has 2 (MaxRequestsPerSession)"
+        ),
         "{message}"
     );
     let after = common::metrics::scrape(&guard.base).await;
@@ -527,5 +530,39 @@ async fn an_id_stays_in_use_while_its_abandoned_request_goes_on() {
         400,
         "the abandoned request is still in flight"
     );
+    guard.stop().await;
+}
+
+/// The official MCP Python SDK reads a request refused at `MaxRequestsPerSession` as that
+/// call's error (`-32005`, naming the limit) and goes on in its session. Before, the refusal
+/// was a 429, which the SDK (1.30) raises in its transport's task group: the whole client
+/// ended with an ExceptionGroup, every call in flight lost (and the code was `-32603`,
+/// internal error).
+#[tokio::test]
+async fn the_python_sdk_reads_a_session_at_its_limit_as_the_calls_error() {
+    let lab = common::lab(7);
+    let mut config = common::config_for(&lab.url);
+    config.session_mode = SessionMode::Stateful;
+    config.limits.max_requests_per_session = 1;
+    let guard = common::start_with(config).await;
+    let summary = common::python_sdk(
+        "session_limit_python.py",
+        vec![guard.url.clone(), lab.token.clone()],
+    )
+    .await;
+    assert_eq!(summary["refused"], true, "{summary}");
+    assert_eq!(summary["code"], -32005, "{summary}");
+    let message = summary["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "too many requests in flight in this session: it has 1 (MaxRequestsPerSession)"
+        ),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["data"]["scope"], "max_requests_per_session",
+        "{summary}"
+    );
+    assert_eq!(summary["after_ok"], true, "{summary}");
     guard.stop().await;
 }

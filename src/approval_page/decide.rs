@@ -126,9 +126,9 @@ pub(crate) async fn decide(
     }
     let input = approve_input(record, approver, session);
     let decision = app.policy.decide(&input);
-    let logged = app.decisions.record(&decision, &input);
+    let logged = app.decisions.record_written(&decision, &input);
     app.metrics.policy_decision(Phase::Approve, &decision);
-    if !logged {
+    if !logged.written().await {
         // As for a write: nothing is decided that the log cannot hold.
         return Ok(Decided::Refused(
             "The decision log is not keeping up, so nothing was decided; try again in a moment."

@@ -32,6 +32,9 @@ pub struct Limits {
     pub max_zabbix_response_size: usize,
     /// `MaxZabbixConcurrency`: Zabbix calls in flight at once, for all callers together.
     pub max_zabbix_concurrency: usize,
+    /// `MaxZabbixConnectionAge`: a connection to Zabbix older than this carries no more
+    /// calls, so the frontend's name is looked up again.
+    pub max_zabbix_connection_age: Duration,
     /// `MaxSessions`: stateful sessions at once.
     pub max_sessions: usize,
     /// `MaxSessionsPerToken`: stateful sessions one API token may hold at once, so one
@@ -65,6 +68,7 @@ pub const DEFAULT_HTTP2_KEEP_ALIVE_SECS: u64 = 30;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 pub const DEFAULT_MAX_ZABBIX_RESPONSE_SIZE: usize = 16 << 20;
 pub const DEFAULT_MAX_ZABBIX_CONCURRENCY: usize = 64;
+pub const DEFAULT_MAX_ZABBIX_CONNECTION_AGE_SECS: u64 = 300;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 pub const DEFAULT_MAX_SESSIONS_PER_TOKEN: usize = 50;
 pub const DEFAULT_MAX_REQUESTS_PER_SESSION: usize = 64;
@@ -78,6 +82,7 @@ const IDLE_RANGE: (u64, u64) = (1, 3600);
 const KEEP_ALIVE_RANGE: (u64, u64) = (0, 3600);
 const COUNT_RANGE: (u64, u64) = (1, 100_000);
 const CONCURRENCY_RANGE: (u64, u64) = (1, 4096);
+const CONNECTION_AGE_RANGE: (u64, u64) = (1, 86_400);
 const SESSION_REQUESTS_RANGE: (u64, u64) = (1, 10_000);
 /// At most the in-memory store's capacity: one user could not have more waiting anyway.
 const PENDING_RANGE: (u64, u64) = (1, 10_000);
@@ -98,6 +103,7 @@ impl Default for Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_zabbix_response_size: DEFAULT_MAX_ZABBIX_RESPONSE_SIZE,
             max_zabbix_concurrency: DEFAULT_MAX_ZABBIX_CONCURRENCY,
+            max_zabbix_connection_age: Duration::from_secs(DEFAULT_MAX_ZABBIX_CONNECTION_AGE_SECS),
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_token: DEFAULT_MAX_SESSIONS_PER_TOKEN,
             max_requests_per_session: DEFAULT_MAX_REQUESTS_PER_SESSION,
@@ -142,6 +148,11 @@ pub fn build(r: &Resolved) -> Result<Limits, ConfigError> {
             Param::MaxZabbixConcurrency,
             CONCURRENCY_RANGE,
             d.max_zabbix_concurrency,
+        )?,
+        max_zabbix_connection_age: secs(
+            Param::MaxZabbixConnectionAge,
+            CONNECTION_AGE_RANGE,
+            d.max_zabbix_connection_age,
         )?,
         max_sessions: count(Param::MaxSessions, COUNT_RANGE, d.max_sessions)?,
         max_sessions_per_token: count(
@@ -191,6 +202,7 @@ pub fn render(limits: &Limits, param: Param) -> Option<String> {
         Param::MaxConnections => limits.max_connections.to_string(),
         Param::MaxZabbixResponseSize => format_size(limits.max_zabbix_response_size as u64),
         Param::MaxZabbixConcurrency => limits.max_zabbix_concurrency.to_string(),
+        Param::MaxZabbixConnectionAge => secs(limits.max_zabbix_connection_age),
         Param::MaxSessions => limits.max_sessions.to_string(),
         Param::MaxSessionsPerToken => limits.max_sessions_per_token.to_string(),
         Param::MaxRequestsPerSession => limits.max_requests_per_session.to_string(),

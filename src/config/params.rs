@@ -48,6 +48,7 @@ pub enum Param {
     MaxConnections,
     MaxZabbixResponseSize,
     MaxZabbixConcurrency,
+    MaxZabbixConnectionAge,
     MaxSessions,
     MaxSessionsPerToken,
     MaxRequestsPerSession,
@@ -289,6 +290,12 @@ const TABLE: &[(Param, &str, &str, Arity)] = &[
         Param::MaxZabbixConcurrency,
         "MaxZabbixConcurrency",
         "max-zabbix-concurrency",
+        Arity::Single,
+    ),
+    (
+        Param::MaxZabbixConnectionAge,
+        "MaxZabbixConnectionAge",
+        "max-zabbix-connection-age",
         Arity::Single,
     ),
     (

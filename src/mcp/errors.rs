@@ -85,10 +85,10 @@ pub enum ToolError {
     Store(#[from] StoreError),
     #[error(transparent)]
     RateLimited(#[from] crate::ratelimit::RateLimitError),
-    /// A write's decision could not be queued for the decision log: its destination is
-    /// not keeping up, and no change goes to Zabbix unlogged.
+    /// A write's decision line was not written: the log's queue is full, or its
+    /// destination failed or did not take it in time; no change goes to Zabbix unlogged.
     #[error(
-        "the decision log is not keeping up (its destination is slow or stuck), and no write is sent without its decision logged; try again later; nothing was sent to Zabbix"
+        "the decision log is not keeping up (its destination is slow, stuck or failing: a pipe whose reader is gone, a full disk), and no write is sent without its decision logged; try again later; nothing was sent to Zabbix"
     )]
     Unlogged,
 }
@@ -376,10 +376,15 @@ pub fn unknown_tool(name: &str) -> McpError {
 /// (`null` when its body is no request) whose message names the fault. A body that is not
 /// JSON is `-32700`; a protocol version not served is `-32022` with the versions served in
 /// `data`, as 2026-07-28 clients read it to pick one; an unknown session is `-32001` with
-/// 404, as the official SDKs answer it; a failure of our own is `-32603`; anything else
+/// 404, as the official SDKs answer it; a session at `MaxRequestsPerSession` is `-32005`
+/// (with 200); a failure of our own is `-32603`; anything else
 /// about the request is `-32600`. Other than `-32022`, `data.code` is a stable code.
 pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Value) {
     const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+    // Implementation-defined (-32000..-32019 in 2026-07-28, which keeps -32020..-32099 for
+    // the spec); -32000 and -32001 are the SDKs' own, -32005 is JSON-RPC's usual "limit
+    // exceeded" (EIP-1474). Not -32603: a limit is no failure of the server.
+    const LIMIT_EXCEEDED: ErrorCode = ErrorCode(-32005);
     let invalid = (ErrorCode::INVALID_REQUEST, "invalid_request");
     let (status, (code, data_code)) = match error {
         Refused::UnsupportedVersion { sent } => {
@@ -425,14 +430,14 @@ pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Va
             StatusCode::SERVICE_UNAVAILABLE,
             (ErrorCode::INTERNAL_ERROR, "overloaded"),
         ),
-        // A limit of the caller's, as the per-caller limits are told (`Retry-After`).
+        // A limit of the caller's, as the per-caller limits are told: that request's error,
+        // in a 200, so every SDK reads it as such. The official Python SDK (1.30) raises on
+        // any other status in its transport's task group, and a 429 ended the whole client
+        // with every call in flight.
         Refused::InSession(NotClaimed::SessionFull(_)) => {
             let data = json!({"code": "rate_limited", "scope": "max_requests_per_session",
                               "retry_after_seconds": 1});
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                rpc_error(id, ErrorCode::INTERNAL_ERROR, error, data),
-            );
+            return (StatusCode::OK, rpc_error(id, LIMIT_EXCEEDED, error, data));
         }
         Refused::Internal(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,

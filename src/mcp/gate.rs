@@ -16,8 +16,8 @@ use crate::config::SessionMode;
 use crate::mcp::tools::Call;
 use crate::mcp::tools::ToolList;
 use crate::policy::{
-    CallerInfo, ClientInfo, Decision, DecisionLog, Phase, PolicyInput, ResourceInfo, ToolInfo,
-    ZabbixInfo,
+    CallerInfo, ClientInfo, Decision, DecisionLog, Logged, Phase, PolicyInput, ResourceInfo,
+    ToolInfo, ZabbixInfo,
 };
 use crate::ratelimit::RateLimitError;
 use crate::targets::Ask;
@@ -164,11 +164,12 @@ pub fn decide(
 }
 
 /// A call's decision, the input it was taken on, and whether its line is on its way to
-/// the decision log (false when the log's queue is full: its destination is not keeping up).
+/// the decision log (dropped when the log's queue is full: its destination is not keeping
+/// up); an allowed write's is written at once and answers whether it landed.
 pub struct CallDecision {
     pub decision: Decision,
     pub input: PolicyInput,
-    pub logged: bool,
+    pub logged: Logged,
 }
 
 /// Decides a tool call on the arguments that will be sent, and returns the input it was
@@ -303,8 +304,13 @@ fn input(
     input
 }
 
-fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> (Decision, bool) {
-    let logged = app.decisions.record(&decision, input);
+fn record(app: &App, def: &ToolDef, decision: Decision, input: &PolicyInput) -> (Decision, Logged) {
+    // A write that may be sent waits until its line is written (tools::call).
+    let logged = if def.is_write() && decision.allow {
+        app.decisions.record_written(&decision, input)
+    } else {
+        Logged::from(app.decisions.record(&decision, input))
+    };
     app.metrics.policy_decision(input.phase, &decision);
     if !decision.allow || decision.dry_run_would_deny {
         tracing::info!(

@@ -184,9 +184,10 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
         let reasons = decision.reasons.clone();
         return failed(app, def, ToolError::Denied { reasons }, Some(id)).into();
     }
-    // Fails closed: no change reaches Zabbix without its decision in the log. Reads go on,
-    // their lines counted as dropped.
-    if !logged && def.is_write() {
+    // Fails closed: no change reaches Zabbix without its decision in the log, written by
+    // its destination (a full queue, a pipe whose reader is gone, a full disk). Reads go
+    // on, their lines counted as dropped or failed.
+    if def.is_write() && !logged.written().await {
         tracing::warn!(decision_id = %id, gen_ai.tool.name = def.name, "write refused: its decision could not be logged");
         return failed(app, def, ToolError::Unlogged, Some(id)).into();
     }

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -22,6 +22,49 @@ use super::log_writer::{Output, QUEUE_LINES, Writer};
 use super::timestamp::rfc3339_nanos;
 use super::{DECISION_PATH, PolicyError};
 use json::RegoJson;
+
+/// How long a write waits to hear that its decision line was written: beyond it, the
+/// destination is stuck and the write is refused.
+const WRITTEN_WITHIN: Duration = Duration::from_secs(5);
+
+/// Whether a decision's line is on its way to the log.
+pub enum Logged {
+    Queued,
+    /// Not queued: the queue is full (its destination is not keeping up).
+    Dropped,
+    /// A write's line: the writer answers once its destination took it, or did not.
+    Pending(tokio::sync::oneshot::Receiver<bool>),
+}
+
+impl Logged {
+    /// Whether the line is queued (not yet whether it was written).
+    pub fn queued(&self) -> bool {
+        !matches!(self, Logged::Dropped)
+    }
+
+    /// Whether the line reached the destination; a `Pending` one waits for the writer,
+    /// at most [`WRITTEN_WITHIN`] (fails closed).
+    pub async fn written(self) -> bool {
+        match self {
+            Logged::Queued => true,
+            Logged::Dropped => false,
+            Logged::Pending(answer) => matches!(
+                tokio::time::timeout(WRITTEN_WITHIN, answer).await,
+                Ok(Ok(true))
+            ),
+        }
+    }
+}
+
+impl From<bool> for Logged {
+    fn from(queued: bool) -> Logged {
+        if queued {
+            Logged::Queued
+        } else {
+            Logged::Dropped
+        }
+    }
+}
 
 /// Where decision log lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +232,31 @@ impl DecisionLog {
         let Some(writer) = &self.inner.writer else {
             return true;
         };
+        self.send(writer, self.decision_line(decision, input))
+    }
+
+    /// Logs the decision of a write (or of an approver on the page): the writer writes it
+    /// at once and answers whether its destination took it, for the write to wait on.
+    pub fn record_written(&self, decision: &Decision, input: &PolicyInput) -> Logged {
+        let Some(writer) = &self.inner.writer else {
+            return Logged::Queued;
+        };
+        match self.decision_line(decision, input) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                writer
+                    .send_confirmed(line)
+                    .map_or(Logged::Dropped, Logged::Pending)
+            }
+            Err(error) => Logged::from(self.send(writer, Err(error))),
+        }
+    }
+
+    fn decision_line(
+        &self,
+        decision: &Decision,
+        input: &PolicyInput,
+    ) -> Result<Vec<u8>, serde_json::Error> {
         let result = (decision.raw != regorus::Value::Undefined).then_some(RegoJson(&decision.raw));
         let decision_part = Effective {
             allow: decision.allow,
@@ -209,7 +277,7 @@ impl DecisionLog {
         let labels = &self.inner.labels;
         let decision_id = decision.decision_id.as_str();
         // Without erase pointers the input is serialized as it is, not copied first.
-        let line = if self.inner.erase.is_empty() {
+        if self.inner.erase.is_empty() {
             serialize(&DecisionLine {
                 decision_id,
                 timestamp,
@@ -236,8 +304,7 @@ impl DecisionLog {
                 metrics,
                 labels,
             })
-        };
-        self.send(writer, line)
+        }
     }
 
     /// Logs a later event of the call `decision_id`: `event` is e.g. `approval` or

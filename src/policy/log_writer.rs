@@ -16,6 +16,15 @@
 //!   queued before it is written.
 //! - Files rotate as `LogFile` does (`telemetry::file::RotatingFile`, at
 //!   `DecisionLogFileSize` MB); their write failures go to stderr, said once.
+//! - A destination that fails (a pipe whose reader is gone, a full disk) makes the log
+//!   `failing` until a batch lands whole again: said on the process log when it starts,
+//!   every [`WARN_EVERY`] while it lasts and when it ends. While failing, the writer tries
+//!   the destination again every [`RETRY_EVERY`] by itself with a `decision_log_unwritten`
+//!   line counting the lines it did not take, so recovery is seen without traffic (a
+//!   sidecar not ready gets none), and that line marks the gap in the log.
+//! - A write's line is sent with [`Writer::send_confirmed`]: the writer is woken at once
+//!   and answers whether the destination took the batch holding it, so no write is sent
+//!   with its line lost.
 
 use std::io::Write;
 use std::path::Path;
@@ -23,7 +32,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
+use tokio::sync::oneshot;
 
 use super::timestamp::rfc3339_nanos;
 use super::{DECISION_PATH, PolicyError};
@@ -43,8 +53,11 @@ const LINGER: Duration = Duration::from_secs(1);
 const WAKE_AT_FRACTION: usize = 4;
 /// How long a flush waits for the writer before giving up (a stuck disk).
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
-/// The overflow warning on the process log is said at most this often.
+/// The overflow warning on the process log is said at most this often, and so is the
+/// error of a destination that goes on failing.
 const WARN_EVERY: Duration = Duration::from_secs(10);
+/// How often a failing destination is tried again while no line comes.
+const RETRY_EVERY: Duration = Duration::from_secs(5);
 
 /// The sending side, shared by every clone of one `DecisionLog`.
 pub(crate) struct Writer {
@@ -69,7 +82,8 @@ pub(crate) struct Counters {
 }
 
 enum Message {
-    Line(Vec<u8>),
+    /// A line, and for a write's, who waits to know whether it was written.
+    Line(Vec<u8>, Option<oneshot::Sender<bool>>),
     /// Answered once every message before it is written.
     Flush(Sender<()>),
 }
@@ -97,6 +111,12 @@ struct Drain {
     last_warn: Option<Instant>,
     /// Lines in the batch being gathered (the overflow line is not one of the calls').
     batch_lines: u64,
+    /// Who waits for the lines of the batch being gathered.
+    batch_acks: Vec<oneshot::Sender<bool>>,
+    /// Lines a failing destination did not take since the last batch it took whole.
+    unwritten: u64,
+    /// When the failure was last said on the process log.
+    last_error: Option<Instant>,
 }
 
 /// Every writer in the process, so [`flush_all`] can reach them.
@@ -120,6 +140,9 @@ impl Writer {
             warned: 0,
             last_warn: None,
             batch_lines: 0,
+            batch_acks: Vec::new(),
+            unwritten: 0,
+            last_error: None,
         };
         // Detached: it ends by itself once every sender is gone.
         let thread = std::thread::Builder::new()
@@ -147,7 +170,7 @@ impl Writer {
     /// Queues one finished line (ending in `\n`); never blocks. A full queue drops it
     /// and counts it. Whether the line was queued.
     pub(crate) fn send(&self, line: Vec<u8>) -> bool {
-        match self.tx.try_send(Message::Line(line)) {
+        match self.tx.try_send(Message::Line(line, None)) {
             // Unparking a thread that is not parked is one atomic swap.
             Ok(()) if self.tx.len() >= self.wake_at => {
                 self.thread.unpark();
@@ -162,6 +185,28 @@ impl Writer {
             Err(TrySendError::Disconnected(_)) => {
                 self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
                 false
+            }
+        }
+    }
+
+    /// Queues a write's line and wakes the writer; the receiver answers whether the
+    /// destination took it (dropped unanswered if the writer is gone). `None`: not queued
+    /// (a full queue counts it dropped).
+    pub(crate) fn send_confirmed(&self, line: Vec<u8>) -> Option<oneshot::Receiver<bool>> {
+        let (ack, written) = oneshot::channel();
+        match self.tx.try_send(Message::Line(line, Some(ack))) {
+            Ok(()) => {
+                // Its call waits: no linger.
+                self.thread.unpark();
+                Some(written)
+            }
+            Err(TrySendError::Full(_)) => {
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+                None
             }
         }
     }
@@ -211,9 +256,14 @@ impl Drain {
     fn run(mut self) {
         let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
         let mut acks: Vec<Sender<()>> = Vec::new();
-        // Blocks while idle; ends when every sender is gone.
-        while let Ok(first) = self.rx.recv() {
-            self.take(first, &mut batch, &mut acks);
+        // Blocks while idle (while failing, for RETRY_EVERY at most); ends when every
+        // sender is gone.
+        while let Some(first) = self.next() {
+            // A retry writes the unwritten line alone; otherwise it only leads lines.
+            let mut retry = first.is_none();
+            if let Some(first) = first {
+                self.take(first, &mut batch, &mut acks);
+            }
             // Writes what is queued, then lingers and drains again until a linger brings
             // nothing: the thread is back to blocking on the queue.
             loop {
@@ -225,6 +275,10 @@ impl Drain {
                 }
                 let full = batch.len() >= BATCH_BYTES;
                 self.overflow_line(&mut batch);
+                if !batch.is_empty() || retry {
+                    self.unwritten_line(&mut batch);
+                }
+                retry = false;
                 let wrote = !batch.is_empty();
                 if wrote {
                     self.write(&batch);
@@ -244,11 +298,25 @@ impl Drain {
         }
     }
 
+    /// The next message, `Some(None)` when a failing destination is due to be tried
+    /// again, `None` once every sender is gone.
+    fn next(&self) -> Option<Option<Message>> {
+        if !self.counters.failing.load(Ordering::Relaxed) {
+            return self.rx.recv().ok().map(Some);
+        }
+        match self.rx.recv_timeout(RETRY_EVERY) {
+            Ok(message) => Some(Some(message)),
+            Err(RecvTimeoutError::Timeout) => Some(None),
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
     fn take(&mut self, message: Message, batch: &mut Vec<u8>, acks: &mut Vec<Sender<()>>) {
         match message {
-            Message::Line(line) => {
+            Message::Line(line, ack) => {
                 batch.extend_from_slice(&line);
                 self.batch_lines += 1;
+                self.batch_acks.extend(ack);
             }
             Message::Flush(ack) => acks.push(ack),
         }
@@ -271,6 +339,23 @@ impl Drain {
         self.reported = dropped;
     }
 
+    /// Puts first in the batch a line counting the lines a failing destination did not
+    /// take; alone, it is the retry of that destination.
+    fn unwritten_line(&mut self, batch: &mut Vec<u8>) {
+        if self.unwritten == 0 {
+            return;
+        }
+        let line = format!(
+            "{{\"timestamp\":\"{}\",\"path\":\"{DECISION_PATH}\",\"event\":\"decision_log_unwritten\",\
+             \"data\":{{\"lines\":{},\"lines_total\":{}}},\"labels\":{}}}\n",
+            rfc3339_nanos(SystemTime::now()),
+            self.unwritten,
+            self.counters.write_errors.load(Ordering::Relaxed),
+            self.labels_json
+        );
+        batch.splice(0..0, line.into_bytes());
+    }
+
     fn warn_about_drops(&mut self) {
         let dropped = self.counters.dropped.load(Ordering::Relaxed);
         let due = self.last_warn.is_none_or(|at| at.elapsed() >= WARN_EVERY);
@@ -287,23 +372,51 @@ impl Drain {
     }
 
     /// Writes a batch to every destination; its lines count as written only if every one
-    /// took them.
+    /// took them, and the writes waiting on them are told so.
     fn write(&mut self, bytes: &[u8]) {
-        let mut failed = false;
+        let mut failed = None;
         for output in &mut self.outputs {
             if let Err(error) = output.write_all(bytes) {
-                failed = true;
-                tracing::error!(target_sink = output.name(), %error, "decision log lines not written");
+                failed = Some((output.name(), error));
             }
         }
         let lines = std::mem::take(&mut self.batch_lines);
-        let counter = if failed {
-            &self.counters.write_errors
-        } else {
-            &self.counters.written
-        };
-        counter.fetch_add(lines, Ordering::Relaxed);
-        self.counters.failing.store(failed, Ordering::Relaxed);
+        let was_failing = self.counters.failing.load(Ordering::Relaxed);
+        match &failed {
+            None => {
+                self.counters.written.fetch_add(lines, Ordering::Relaxed);
+                if was_failing {
+                    tracing::warn!(
+                        lines_not_written = self.unwritten,
+                        "decision log destination takes lines again; writes are sent again"
+                    );
+                }
+                self.unwritten = 0;
+                self.last_error = None;
+            }
+            Some((sink, error)) => {
+                self.counters
+                    .write_errors
+                    .fetch_add(lines, Ordering::Relaxed);
+                self.unwritten += lines;
+                let due = self.last_error.is_none_or(|at| at.elapsed() >= WARN_EVERY);
+                if due {
+                    tracing::error!(
+                        target_sink = %sink,
+                        %error,
+                        lines_not_written = self.unwritten,
+                        "decision log lines not written; writes are refused until the destination takes lines again"
+                    );
+                    self.last_error = Some(Instant::now());
+                }
+            }
+        }
+        self.counters
+            .failing
+            .store(failed.is_some(), Ordering::Relaxed);
+        for ack in self.batch_acks.drain(..) {
+            let _ = ack.send(failed.is_none());
+        }
     }
 }
 

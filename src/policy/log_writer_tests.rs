@@ -238,8 +238,8 @@ fn decision_log_files_rotate_like_the_log_file() {
 }
 
 /// A file that cannot be written (here /dev/full: every write fails with ENOSPC) does not
-/// count its lines as written: they are `failed`, the log says it is failing, and calls
-/// are not held back (the lines go to stderr). A later batch that lands clears it.
+/// count its lines as written: they are `failed` (gone to stderr) and the log says it is
+/// failing. A later batch that lands clears it.
 #[test]
 fn lines_a_file_did_not_take_are_failed_not_written() {
     let log = DecisionLog::open_with(
@@ -255,22 +255,7 @@ fn lines_a_file_did_not_take_are_failed_not_written() {
     assert!(log.failing());
 
     let (fails, ok) = (Arc::new(Mutex::new(true)), Arc::new(Mutex::new(Vec::new())));
-    struct Flaky(Arc<Mutex<bool>>, Arc<Mutex<Vec<u8>>>);
-    impl Write for Flaky {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            if *self.0.lock().expect("flag") {
-                return Err(io::Error::other("disk full"));
-            }
-            self.1.lock().expect("bytes").extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let flaky = Flaky(Arc::clone(&fails), Arc::clone(&ok));
-    let log = DecisionLog::open_outputs(vec![Output::Test(Box::new(flaky))], Default::default())
-        .expect("writer starts");
+    let log = flaky_log(Flaky(Arc::clone(&fails), Arc::clone(&ok)));
     event(&log, 0);
     assert!(log.flush());
     assert!(log.failing());
@@ -279,4 +264,58 @@ fn lines_a_file_did_not_take_are_failed_not_written() {
     assert!(log.flush());
     assert_eq!((log.written(), log.write_errors()), (1, 1));
     assert!(!log.failing(), "a batch landed whole again");
+}
+
+/// A destination that fails while `.0` is set (a broken pipe), keeping what it takes.
+struct Flaky(Arc<Mutex<bool>>, Arc<Mutex<Vec<u8>>>);
+
+impl Write for Flaky {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if *self.0.lock().expect("flag") {
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        }
+        self.1.lock().expect("bytes").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn flaky_log(flaky: Flaky) -> DecisionLog {
+    DecisionLog::open_outputs(vec![Output::Test(Box::new(flaky))], Default::default())
+        .expect("writer starts")
+}
+
+/// A write's line is answered: not written while the destination fails (the write is
+/// refused), written once it takes lines again. The writer tries a failing destination
+/// again by itself, and the first lines it takes begin with the count of those it did not.
+#[tokio::test]
+async fn a_writes_line_is_answered_and_a_failing_destination_is_tried_again() {
+    let (fails, took) = (Arc::new(Mutex::new(true)), Arc::new(Mutex::new(Vec::new())));
+    let log = flaky_log(Flaky(Arc::clone(&fails), Arc::clone(&took)));
+    let input = sample_input();
+    let started = std::time::Instant::now();
+    let logged = log.record_written(&Decision::deny("a write"), &input);
+    assert!(!logged.written().await, "the pipe took nothing");
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(500),
+        "answered at once, not after a linger"
+    );
+    assert!(log.failing());
+    assert_eq!(log.write_errors(), 1);
+
+    *fails.lock().expect("flag") = false;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while log.failing() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!log.failing(), "tried again with no line queued");
+    let text = String::from_utf8(took.lock().expect("bytes").clone()).expect("utf-8");
+    let gap: Value = serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
+    assert_eq!(gap["event"], "decision_log_unwritten", "{text}");
+    assert_eq!(gap["data"], json!({"lines": 1, "lines_total": 1}));
+
+    let logged = log.record_written(&Decision::deny("another write"), &input);
+    assert!(logged.written().await);
 }

@@ -36,7 +36,7 @@ pub use input::{
     TargetGroup, TargetHost, Targets, ToolInfo, ToolKind, ZabbixInfo,
 };
 pub use log::list::{HiddenTool, ListRecord};
-pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink};
+pub use log::{DecisionLog, DecisionLogOptions, DecisionLogSink, Logged};
 pub use log_writer::flush_all as flush_decision_logs;
 pub use reload::DEFAULT_POLL_INTERVAL;
 pub use source::{PolicySource, Revision};

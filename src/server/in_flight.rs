@@ -46,7 +46,7 @@ pub(crate) enum NotClaimed {
     IdInFlight(RequestId),
     /// Its session has `MaxRequestsPerSession` requests in flight.
     #[error(
-        "this session has {0} requests in flight (MaxRequestsPerSession); retry once one is answered"
+        "too many requests in flight in this session: it has {0} (MaxRequestsPerSession); retry once one is answered"
     )]
     SessionFull(usize),
 }
@@ -157,7 +157,7 @@ mod tests {
         assert!(matches!(third, Err(NotClaimed::SessionFull(2))));
         assert_eq!(
             third.err().map(|e| e.to_string()).unwrap_or_default(),
-            "this session has 2 requests in flight (MaxRequestsPerSession); retry once one is answered"
+            "too many requests in flight in this session: it has 2 (MaxRequestsPerSession); retry once one is answered"
         );
         // Notifications and answers are not requests in flight.
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;

@@ -131,8 +131,8 @@ impl Refused {
                     headers.insert(ALLOW, allow);
                 }
             }
-            Refused::Body(BodyError::OverBudget(_))
-            | Refused::InSession(NotClaimed::SessionFull(_)) => {
+            // A session at its limit says it in its 200's body (`retry_after_seconds`).
+            Refused::Body(BodyError::OverBudget(_)) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}

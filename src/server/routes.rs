@@ -307,8 +307,9 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
         "last_error": policy.last_error,
         "reloads_failed": policy.reloads_failed,
     });
-    // Said, not a reason to be unready: a sidecar taken out of service would write nothing
-    // more, and so never learn that the log can be written again.
+    // A failing destination refuses every write: not ready. The writer tries it again by
+    // itself, so a sidecar taken out of service still learns that it takes lines again.
+    let log_failing = app.decisions.failing();
     let decision_log = json!({
         "failing": app.decisions.failing(),
         "lines_failed": app.decisions.write_errors(),
@@ -343,6 +344,8 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
         Some("no policy loaded".to_owned())
     } else if let Some(Err(error)) = &state.store {
         Some(format!("shared store unreachable: {error}"))
+    } else if log_failing {
+        Some("the decision log's destination does not take lines; writes are refused".to_owned())
     } else {
         None
     };

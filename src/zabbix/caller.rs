@@ -416,6 +416,7 @@ mod tests {
             ignore_cert_errors: false,
             max_response_bytes: 1 << 20,
             max_concurrency: 4,
+            max_connection_age: Duration::from_secs(300),
         })
         .unwrap();
         let resolver = CallerResolver::new(16, Duration::from_millis(5));

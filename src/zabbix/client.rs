@@ -34,6 +34,8 @@ pub struct ClientSettings {
     pub max_response_bytes: usize,
     /// `MaxZabbixConcurrency`: calls in flight at once, all callers together.
     pub max_concurrency: usize,
+    /// `MaxZabbixConnectionAge`: no connection older than this is handed a call.
+    pub max_connection_age: Duration,
 }
 
 /// A JSON-RPC request body, serialized once and sent as is.
@@ -103,13 +105,16 @@ impl ZabbixClient {
             settings.ca_file.as_deref(),
             settings.ignore_cert_errors,
         )?);
-        let connections =
-            Connections::new(&api_url, trust.clone(), settings.timeout).map_err(|error| {
-                ZabbixError::BadUrl {
-                    url: settings.api_url.clone(),
-                    reason: error.to_string(),
-                }
-            })?;
+        let connections = Connections::new(
+            &api_url,
+            trust.clone(),
+            settings.timeout,
+            settings.max_connection_age,
+        )
+        .map_err(|error| ZabbixError::BadUrl {
+            url: settings.api_url.clone(),
+            reason: error.to_string(),
+        })?;
         Ok(Self {
             connections,
             reloadable_trust: verified.then_some(trust),

@@ -9,11 +9,15 @@
 //!   HTTP/2 connection is shared by every call while it is open, and pinged every
 //!   `Timeout` (closed when a ping goes unanswered that long). None is reused once
 //!   `TLSCAFile` was loaded anew since it was made, nor after a call timed out
-//!   ([`Connections::close_idle`]).
+//!   ([`Connections::close_idle`]), nor once older than `MaxZabbixConnectionAge`: the
+//!   next connection looks the frontend's name up again, so a name moved to another
+//!   address (blue/green, a failover) is followed. A call in flight keeps its connection.
 //! - Resending: hyper hands a request back when the connection closed before any of it
 //!   was written. Such a read is sent again on a new connection if the closed one was a
 //!   reused one (a frontend closing an idle connection as it is taken); a write never is,
-//!   so a write reaches Zabbix at most once.
+//!   so a write reaches Zabbix at most once. A write goes on a new HTTP/1.1 connection,
+//!   never an idle one, so a frontend's keep-alive close cannot race it (HTTP/2's shared
+//!   connection carries writes too).
 //! - Why not hyper-util's pooled client: against a frontend that closes every connection
 //!   (the lab's `php -S`), its pool, checkout and connect race were about 600 of the
 //!   5,700 cache lines of code a call ran (docs/performance-log.md), and its connector asked
@@ -91,6 +95,8 @@ pub(crate) struct Connections {
     /// How often an HTTP/2 connection is pinged, idle or not, and how long a ping may go
     /// unanswered before the connection is closed (`Timeout`).
     ping: Duration,
+    /// `MaxZabbixConnectionAge`: no connection older than this is handed a call.
+    max_age: Duration,
     idle: Mutex<Idle>,
 }
 
@@ -108,11 +114,19 @@ struct Target {
     absolute: Uri,
 }
 
-/// The connections kept for reuse, each with the [`Trusted`] it was verified under.
+/// The connections kept for reuse, each with its [`Made`] (HTTP/1.1's also with when it
+/// went idle).
 #[derive(Default)]
 struct Idle {
-    http1: Vec<(http1::SendRequest<Full<Bytes>>, Instant, Trusted)>,
-    http2: Option<(http2::SendRequest<Full<Bytes>>, Trusted)>,
+    http1: Vec<(http1::SendRequest<Full<Bytes>>, Instant, Made)>,
+    http2: Option<(http2::SendRequest<Full<Bytes>>, Made)>,
+}
+
+/// When a connection was made, and under which load of the trust.
+#[derive(Debug, Clone, Copy)]
+struct Made {
+    trusted: Trusted,
+    at: Instant,
 }
 
 /// The load of `TLSCAFile` a connection's certificate was verified under
@@ -146,6 +160,7 @@ impl Connections {
         url: &Uri,
         trust: Arc<ZabbixTrust>,
         ping: Duration,
+        max_age: Duration,
     ) -> Result<Self, TargetError> {
         let https = url.scheme_str() == Some("https");
         let host = url
@@ -190,6 +205,7 @@ impl Connections {
             },
             tls,
             ping,
+            max_age,
             idle: Mutex::new(Idle::default()),
         })
     }
@@ -206,13 +222,13 @@ impl Connections {
         max_bytes: usize,
         sending: &AtomicBool,
     ) -> Result<(StatusCode, Bytes), ConnectionError> {
-        let mut reused = self.checkout().await;
+        let mut reused = self.checkout(resend).await;
         loop {
-            let (mut sender, was_reused, trusted) = match reused.take() {
-                Some((sender, trusted)) => (sender, true, trusted),
+            let (mut sender, was_reused, made) = match reused.take() {
+                Some((sender, made)) => (sender, true, made),
                 None => {
-                    let (sender, trusted) = self.connect().await?;
-                    (sender, false, trusted)
+                    let (sender, made) = self.connect().await?;
+                    (sender, false, made)
                 }
             };
             let request = self.request(&sender, body.clone(), authorization.clone());
@@ -246,7 +262,7 @@ impl Connections {
                 })?
                 .to_bytes();
             if keep {
-                self.checkin(sender, trusted);
+                self.checkin(sender, made);
             }
             return Ok((status, body));
         }
@@ -283,30 +299,41 @@ impl Connections {
     }
 
     /// An idle connection that is still open and verified under the trust loaded now, most
-    /// recently used first.
-    async fn checkout(&self) -> Option<(Sender, Trusted)> {
+    /// recently used first. A write takes no idle HTTP/1.1 one: a frontend closing it as
+    /// the write arrives (Apache at `KeepAliveTimeout`) takes the write's bytes unread, and
+    /// nothing tells that from a write applied before its answer was lost, so it would be
+    /// reported as possibly applied. A new connection is not closed for idling.
+    async fn checkout(&self, resend: Resend) -> Option<(Sender, Made)> {
         loop {
             let trusted = self.trusted();
             let candidate = {
                 let mut idle = self.lock();
                 match &idle.http2 {
-                    Some((shared, made)) if !shared.is_closed() && *made == trusted => {
-                        Some(Sender::Http2(shared.clone()))
+                    Some((shared, made)) if !shared.is_closed() && self.reusable(made, trusted) => {
+                        Some((Sender::Http2(shared.clone()), *made))
                     }
                     _ => {
                         idle.http2 = None;
                         let fresh_since = Instant::now().checked_sub(IDLE_TIMEOUT);
                         // Expired ones are dropped, which closes them.
                         idle.http1.retain(|(sender, since, made)| {
-                            !sender.is_closed() && Some(*since) > fresh_since && *made == trusted
+                            !sender.is_closed()
+                                && Some(*since) > fresh_since
+                                && self.reusable(made, trusted)
                         });
-                        idle.http1.pop().map(|(sender, _, _)| Sender::Http1(sender))
+                        match resend {
+                            Resend::Never => None,
+                            Resend::IfUnsent => idle
+                                .http1
+                                .pop()
+                                .map(|(sender, _, made)| (Sender::Http1(sender), made)),
+                        }
                     }
                 }
             };
-            let mut sender = candidate?;
+            let (mut sender, made) = candidate?;
             if sender.ready().await {
-                return Some((sender, trusted));
+                return Some((sender, made));
             }
             if let Sender::Http2(_) = sender {
                 // Closed under us: the next call makes a new one.
@@ -323,12 +350,18 @@ impl Connections {
         idle.http2 = None;
     }
 
-    fn checkin(&self, sender: Sender, trusted: Trusted) {
+    /// Whether a connection `made` may carry another call: verified under the trust loaded
+    /// now, and younger than `MaxZabbixConnectionAge`.
+    fn reusable(&self, made: &Made, trusted: Trusted) -> bool {
+        made.trusted == trusted && made.at.elapsed() < self.max_age
+    }
+
+    fn checkin(&self, sender: Sender, made: Made) {
         match sender {
             Sender::Http1(sender) => {
                 let mut idle = self.lock();
-                if idle.http1.len() < MAX_IDLE {
-                    idle.http1.push((sender, Instant::now(), trusted));
+                if idle.http1.len() < MAX_IDLE && made.at.elapsed() < self.max_age {
+                    idle.http1.push((sender, Instant::now(), made));
                 }
             }
             // Shared while open: kept from its handshake on.
@@ -347,9 +380,12 @@ impl Connections {
     }
 
     /// A new connection, HTTP/2 if TLS's ALPN chose it, and the trust it was verified under.
-    async fn connect(&self) -> Result<(Sender, Trusted), ConnectionError> {
+    async fn connect(&self) -> Result<(Sender, Made), ConnectionError> {
         // Read before the connector is: a reload in between leaves it older, never newer.
-        let trusted = self.trusted();
+        let made = Made {
+            trusted: self.trusted(),
+            at: Instant::now(),
+        };
         let address = &self.target.address;
         let tcp = TcpStream::connect((self.target.host.as_str(), self.target.port))
             .await
@@ -364,10 +400,10 @@ impl Connections {
             // Boxed: a TLS handshake's state is kBs, which every call's future would
             // otherwise carry (and copy) even when the frontend speaks plain HTTP.
             Some((trust, name)) => {
-                Box::pin(self.connect_tls(tcp, trust.connector(), name, trusted)).await?
+                Box::pin(self.connect_tls(tcp, trust.connector(), name, made)).await?
             }
         };
-        Ok((sender, trusted))
+        Ok((sender, made))
     }
 
     async fn connect_tls(
@@ -375,7 +411,7 @@ impl Connections {
         tcp: TcpStream,
         connector: TlsConnector,
         name: &ServerName<'static>,
-        trusted: Trusted,
+        made: Made,
     ) -> Result<Sender, ConnectionError> {
         let address = &self.target.address;
         let tls = connector
@@ -398,7 +434,7 @@ impl Connections {
                 .await
                 .map_err(|source| self.handshake_error(source))?;
             tokio::spawn(drive(connection));
-            self.lock().http2 = Some((sender.clone(), trusted));
+            self.lock().http2 = Some((sender.clone(), made));
             return Ok(Sender::Http2(sender));
         }
         self.http1(TokioIo::new(tls)).await

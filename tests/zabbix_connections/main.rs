@@ -32,6 +32,9 @@ enum Keep {
     CloseSaid,
     /// Answers as if keeping the connection, then closes it without a word.
     CloseUnsaid,
+    /// Answers as if keeping the connection, then closes it as the next request arrives,
+    /// unread: Apache when its `KeepAliveTimeout` ends just as a request comes.
+    CloseAsNextArrives,
 }
 
 /// What a frontend saw.
@@ -72,6 +75,7 @@ async fn plain_front(keep: Keep) -> (String, Seen) {
             tokio::spawn(async move {
                 match keep {
                     Keep::CloseUnsaid => answer_once_and_close(stream, &state).await,
+                    Keep::CloseAsNextArrives => close_as_next_arrives(stream, &state).await,
                     Keep::Open | Keep::CloseSaid => {
                         let mut http1 = hyper::server::conn::http1::Builder::new();
                         http1.keep_alive(matches!(keep, Keep::Open));
@@ -134,6 +138,21 @@ async fn respond(stream: &mut TcpStream, answer: &[u8]) {
     );
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(answer).await;
+}
+
+/// Answers one request as if keeping the connection, then waits for the next one and
+/// closes with it unread (the client gets a reset after its bytes went out).
+async fn close_as_next_arrives(mut stream: TcpStream, seen: &Seen) {
+    let Some(body) = read_request(&mut stream).await else {
+        return;
+    };
+    let (method, answer) = answer(&body);
+    seen.requests
+        .lock()
+        .unwrap()
+        .push((Version::HTTP_11, method));
+    respond(&mut stream, &answer).await;
+    let _ = stream.readable().await;
 }
 
 /// Reads one request, answers it as if keeping the connection, and closes.
@@ -217,6 +236,11 @@ async fn tls_front(pki: &common::tls::Pki, alpn: &[&[u8]]) -> (String, Seen) {
 }
 
 fn client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
+    client_aged(url, ca_file, Duration::from_secs(300))
+}
+
+/// A client whose connections carry calls for `max_age` (`MaxZabbixConnectionAge`).
+fn client_aged(url: &str, ca_file: Option<std::path::PathBuf>, max_age: Duration) -> ZabbixClient {
     common::init();
     ZabbixClient::new(&ClientSettings {
         api_url: url.to_owned(),
@@ -225,6 +249,7 @@ fn client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixClient {
         ignore_cert_errors: false,
         max_response_bytes: 1 << 20,
         max_concurrency: 16,
+        max_connection_age: max_age,
     })
     .unwrap()
 }
@@ -258,7 +283,11 @@ async fn kept_open_connections_are_reused() {
         assert_eq!(read(&client).await["method"], "apiinfo.version");
     }
     write(&client).await.unwrap();
-    assert_eq!(seen.connections(), 1, "six calls, one connection");
+    assert_eq!(
+        seen.connections(),
+        2,
+        "five reads on one connection, the write on a new one"
+    );
     assert_eq!(seen.requests().len(), 6);
 }
 
@@ -327,6 +356,37 @@ async fn tls_speaks_http2_when_the_frontend_offers_it_on_one_shared_connection()
     );
 }
 
+/// `MaxZabbixConnectionAge`: a kept connection (HTTP/1.1, or the shared HTTP/2 one) older
+/// than it is handed no more calls, and the next call connects anew, looking the frontend's
+/// name up again. Before, a kept connection carried calls for as long as it stayed open
+/// (the readiness check every 10 s kept it so for good): with /etc/hosts moving the
+/// frontend's name to another local frontend, the sidecar's calls all went on to the old
+/// one (6 calls over 30 s, none to the new address).
+#[tokio::test]
+async fn a_connection_older_than_max_zabbix_connection_age_carries_no_more_calls() {
+    let pki = common::tls::pki("connections-age");
+    let (plain, plain_seen) = plain_front(Keep::Open).await;
+    let (tls, tls_seen) = tls_front(&pki, &[b"h2"]).await;
+    for (url, seen, ca) in [
+        (plain, plain_seen, None),
+        (tls, tls_seen, Some(pki.ca_file.clone())),
+    ] {
+        let client = client_aged(&url, ca, Duration::from_secs(1));
+        read(&client).await;
+        read(&client).await;
+        assert_eq!(seen.connections(), 1, "{url}: reused while younger");
+        common::wait_until(
+            "a call on a new connection",
+            Duration::from_secs(10),
+            async || {
+                write(&client).await.unwrap();
+                seen.connections() == 2
+            },
+        )
+        .await;
+    }
+}
+
 #[tokio::test]
 async fn tls_speaks_http1_when_the_frontend_offers_only_that() {
     let pki = common::tls::pki("connections-h1");
@@ -378,7 +438,24 @@ async fn another_requests_answer_is_never_taken() {
     write(&client).await.unwrap();
     assert_eq!(
         seen.connections(),
-        2,
-        "the out-of-step connection was not used again"
+        3,
+        "the out-of-step connection was not used again (the write has one of its own)"
     );
+}
+
+/// A write never goes on an idle HTTP/1.1 connection. A frontend closing one as the write
+/// arrives (Apache when `KeepAliveTimeout` ends just then) takes its bytes unread, and the
+/// client cannot tell that from a write applied before its answer was lost. Before, such a
+/// write was reported as possibly applied (`the request reached the Zabbix API, but its
+/// answer was lost`), having reached nothing; now it goes on a new connection.
+#[tokio::test]
+async fn a_write_is_not_raced_by_a_keep_alive_close() {
+    let (url, seen) = plain_front(Keep::CloseAsNextArrives).await;
+    let client = client(&url, None);
+    read(&client).await;
+    let written = write(&client).await;
+    assert!(written.is_ok(), "{written:?}");
+    let methods: Vec<String> = seen.requests().into_iter().map(|(_, m)| m).collect();
+    assert_eq!(methods, ["apiinfo.version", "event.acknowledge"]);
+    assert_eq!(seen.connections(), 2);
 }

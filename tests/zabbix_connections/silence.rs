@@ -108,6 +108,7 @@ fn impatient_client(url: &str, ca_file: Option<std::path::PathBuf>) -> ZabbixCli
         ignore_cert_errors: false,
         max_response_bytes: 1 << 20,
         max_concurrency: 16,
+        max_connection_age: Duration::from_secs(300),
     })
     .unwrap()
 }
