@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::num::NonZeroU32;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -131,6 +132,24 @@ impl PolicySet {
     /// Evaluates the entrypoint for `input`. `Ok(Value::Undefined)` means the policy
     /// produced no decision.
     pub(crate) fn evaluate(&self, input: Value) -> Result<Value, PolicyError> {
+        // regorus' builtins have panicked on agent text (`time.parse_duration_ns("1é")`):
+        // the unwinding ended the request's task with no answer and no decision line. Caught,
+        // it is an evaluation error like any other (a denial, logged), and this thread's VM,
+        // stopped half way through a run, is not trusted with the next one.
+        panic::catch_unwind(AssertUnwindSafe(|| self.evaluate_unguarded(input))).unwrap_or_else(
+            |payload| {
+                drop_cached_vm();
+                tracing::error!(
+                    revision = %self.revision,
+                    panic = %crate::display::escape_text(panic_message(payload.as_ref())),
+                    "policy evaluation panicked inside regorus: denied"
+                );
+                Err(PolicyError::Panic)
+            },
+        )
+    }
+
+    fn evaluate_unguarded(&self, input: Value) -> Result<Value, PolicyError> {
         match &self.evaluator {
             Evaluator::Vm(program) => self.evaluate_vm(program, input),
             Evaluator::Interpreter(compiled) => compiled
@@ -164,6 +183,24 @@ impl PolicySet {
             result
         })
     }
+}
+
+/// Forgets this thread's VM; the next evaluation makes a new one.
+fn drop_cached_vm() {
+    VM.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            *slot = None;
+        }
+    });
+}
+
+/// The text a panic was raised with, as far as it is text; it may quote agent text.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 fn run(vm: &mut RegoVM, input: Value) -> Result<Value, PolicyError> {
@@ -211,9 +248,12 @@ fn parse_data(sources: &PolicySources) -> Result<Value, PolicyError> {
 mod tests {
     use std::fs;
 
-    use regorus::Value;
+    use std::sync::Arc;
 
-    use super::PolicySet;
+    use regorus::Value;
+    use regorus::unstable::{Expr, Ref, Span};
+
+    use super::{Evaluator, PolicySet, VM};
     use crate::policy::PolicyError;
     use crate::policy::source::tests::temp_dir;
     use crate::policy::source::{Files, PolicySources};
@@ -313,5 +353,48 @@ mod tests {
             matches!(&err, PolicyError::Eval(m) if m.contains("time")),
             "{err:?}"
         );
+    }
+
+    fn panics(_: &Span, _: &[Ref<Expr>], _: &[Value], _: bool) -> anyhow::Result<Value> {
+        panic!("byte index 1 is not a char boundary")
+    }
+
+    #[test]
+    fn a_panic_inside_regorus_denies_and_drops_the_vm() {
+        let mut set = compile(
+            "package zabbix.mcp\nimport rego.v1\n\
+             decision := {\"allow\": true} if not input.d\n\
+             decision := {\"allow\": time.parse_duration_ns(input.d) > 0} if input.d\n",
+            None,
+        )
+        .expect("compiles");
+        // A builtin that panics, as regorus' did on agent text (those are bounded now).
+        let Evaluator::Vm(program) = &mut set.evaluator else {
+            panic!("not on the VM");
+        };
+        let program = Arc::make_mut(program);
+        for (info, resolved) in program
+            .builtin_info_table
+            .iter()
+            .zip(program.resolved_builtins.iter_mut())
+        {
+            if info.name == "time.parse_duration_ns" {
+                resolved.0 = panics;
+            }
+        }
+        let input = |text: &str| Value::from_json_str(text).expect("json");
+        let cached = || VM.with(|cell| cell.borrow().is_some());
+        let ok = set.evaluate(input("{}")).expect("evaluates");
+        assert_eq!(ok["allow"], Value::from(true));
+        assert!(cached());
+        let err = set.evaluate(input(r#"{"d": "1é"}"#)).expect_err("panicked");
+        assert!(matches!(err, PolicyError::Panic), "{err:?}");
+        assert!(
+            err.to_string().starts_with("policy evaluation failed"),
+            "{err}"
+        );
+        assert!(!cached(), "the VM that panicked is kept");
+        let again = set.evaluate(input("{}")).expect("a new VM evaluates");
+        assert_eq!(again["allow"], Value::from(true));
     }
 }

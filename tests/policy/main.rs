@@ -167,6 +167,46 @@ async fn a_range_over_agent_arguments_is_refused_not_allocated() {
 }
 
 #[tokio::test]
+async fn a_panic_inside_regorus_denies_the_call_and_is_logged() {
+    let lab = common::lab(7);
+    // regorus panics on a time.format layout with a letter outside ASCII: here the agent's.
+    let rego = "package zabbix.mcp\nimport rego.v1\n\
+        default allow := false\n\
+        deny contains \"no date in search\" if {\n\
+            input.tool.name == \"host_get\"\n\
+            count(time.format([0, \"UTC\", input.arguments.search])) == 0\n\
+        }\n\
+        allow if count(deny) == 0\n\
+        decision := {\"allow\": allow, \"reasons\": deny}\n";
+    let dir = policy_dir(None, &[("p.rego", rego.to_owned())]);
+    let (config, log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    // Before: "the request's task ended without an answer", and no decision line.
+    let err = tool_error(&client, "host_get", json!({"search": "é", "limit": 1})).await;
+    assert_eq!(err["code"], "denied", "{err}");
+    let reason = err["data"]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with("policy evaluation failed: the policy engine panicked"),
+        "{reason}"
+    );
+    let id = err["decision_id"].as_str().unwrap().to_owned();
+    // The session and the runtime thread's next evaluation go on.
+    read(&client, "host_get", json!({"search": "web", "limit": 1})).await;
+    common::wait_until(
+        "the denial is logged",
+        Duration::from_secs(10),
+        async || {
+            log_lines(&log)
+                .iter()
+                .any(|l| l["decision_id"] == id.as_str() && l["decision"]["allow"] == false)
+        },
+    )
+    .await;
+    guard.stop().await;
+}
+
+#[tokio::test]
 async fn history_limits_per_caller() {
     for lab in common::labs() {
         let (config, _) = config(&lab, &shipped("history_by_group"));
