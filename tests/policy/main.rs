@@ -207,6 +207,52 @@ async fn a_panic_inside_regorus_denies_the_call_and_is_logged() {
 }
 
 #[tokio::test]
+async fn units_and_prefixes_in_agent_text_are_refused_not_computed() {
+    let lab = common::lab(7);
+    let rego = "package zabbix.mcp\nimport rego.v1\n\
+        default allow := false\n\
+        deny contains \"search names too much\" if {\n\
+            input.tool.name == \"host_get\"\n\
+            units.parse(input.arguments.search) > 1000000\n\
+        }\n\
+        deny contains \"search spans too many addresses\" if {\n\
+            input.tool.name == \"hostgroup_get\"\n\
+            count(net.cidr_expand(input.arguments.search)) > 256\n\
+        }\n\
+        allow if count(deny) == 0\n\
+        decision := {\"allow\": allow, \"reasons\": deny}\n";
+    let dir = policy_dir(None, &[("p.rego", rego.to_owned())]);
+    let (config, _log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    let reason = async |tool: &str, search: &str| {
+        let err = tool_error(&client, tool, json!({"search": search, "limit": 1})).await;
+        assert_eq!(err["code"], "denied", "{err}");
+        err["data"]["reasons"][0].as_str().unwrap().to_owned()
+    };
+    assert_eq!(reason("host_get", "5M").await, "search names too much");
+    assert_eq!(
+        reason("hostgroup_get", "10.0.0.0/23").await,
+        "search spans too many addresses"
+    );
+    // Before: regorus computed 10^999999999 on the runtime's one thread (minutes; /readyz
+    // did not answer meanwhile), and listed 16777216 addresses (39 s, debug build).
+    for (tool, search) in [
+        ("host_get", "1e999999999"),
+        ("hostgroup_get", "10.0.0.0/8"),
+        ("hostgroup_get", "::/0"),
+    ] {
+        let reason = reason(tool, search).await;
+        assert!(reason.contains("memory limit"), "{search}: {reason}");
+    }
+    let ready = reqwest::get(format!("{}/readyz", guard.base))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    guard.stop().await;
+}
+
+#[tokio::test]
 async fn history_limits_per_caller() {
     for lab in common::labs() {
         let (config, _) = config(&lab, &shipped("history_by_group"));
