@@ -26,6 +26,8 @@ use regorus::rvm::program::Program;
 use regorus::unstable::{BUILTINS, Expr, Ref, Span};
 use regorus::{LimitError, Value};
 
+use super::strict::Builtin;
+
 /// Elements one range may have: far above an index over any list a call carries, far
 /// below what stalls the runtime (a few milliseconds, some 5 MB).
 pub(crate) const MAX_RANGE_ELEMENTS: u64 = 100_000;
@@ -206,8 +208,6 @@ fn refuse(builtin: &'static str, usage: u64, limit: u64) -> anyhow::Error {
     LimitError::MemoryLimitExceeded { usage, limit }.into()
 }
 
-type Builtin = fn(&Span, &[Ref<Expr>], &[Value], bool) -> anyhow::Result<Value>;
-
 fn original(name: &str) -> anyhow::Result<Builtin> {
     BUILTINS
         .get(name)
@@ -338,12 +338,13 @@ mod tests {
                     "{interpreter} {format}: {err:?}"
                 );
             }
-            // regorus panicked on a width in other digits; now no text is made.
+            // regorus panicked on a width in other digits; now it is an error (a denial).
             for format in ["%²d", "%1٣d"] {
-                match eval(format) {
-                    Ok(none) => assert_eq!(none["text"], Value::Undefined, "{interpreter}"),
-                    Err(e) => assert!(e.to_string().contains("not a digit"), "{e}"),
-                }
+                let err = eval(format).expect_err("no width");
+                assert!(
+                    err.to_string().contains("not a digit"),
+                    "{interpreter}: {err}"
+                );
             }
         }
     }
@@ -358,12 +359,13 @@ mod tests {
             let ok = eval(&set, 10, 1, 3).expect("steps down");
             assert_eq!(ok["stepped"], Value::from(true), "{interpreter}");
             // regorus 0.14.1 divided by the step (0: a panic; -1: capacity overflow). Now
-            // the VM reads the error as undefined (as OPA), the interpreter as an error.
+            // it is an error (a denial).
             for step in [0, -1] {
-                match eval(&set, 1, 10, step) {
-                    Ok(none) => assert_eq!(none, Value::Undefined, "{interpreter} {step}"),
-                    Err(e) => assert!(e.to_string().contains("step must be"), "{e}"),
-                }
+                let err = eval(&set, 1, 10, step).expect_err("no step");
+                assert!(
+                    err.to_string().contains("step must be"),
+                    "{interpreter}: {err}"
+                );
             }
             let err = eval(&set, 0, 2_147_483_647, 2).expect_err("past the bound");
             assert!(
@@ -427,11 +429,12 @@ mod tests {
                     "{interpreter} {f} {s}: {err:?}"
                 );
             }
-            // regorus panicked on this; now it is no duration.
-            match eval("duration", "1é") {
-                Ok(none) => assert_eq!(none["x"], Value::Undefined, "{interpreter}"),
-                Err(e) => assert!(e.to_string().contains("unknown unit"), "{e}"),
-            }
+            // regorus panicked on this; now it is no duration (an error, a denial).
+            let err = eval("duration", "1é").expect_err("no duration");
+            assert!(
+                err.to_string().contains("unknown unit"),
+                "{interpreter}: {err}"
+            );
         }
     }
 }

@@ -20,6 +20,7 @@ mod nesting;
 mod recursion;
 mod reload;
 mod source;
+mod strict;
 mod test_runner;
 pub(crate) mod timestamp;
 mod unique_keys;

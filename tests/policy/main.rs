@@ -253,6 +253,38 @@ async fn units_and_prefixes_in_agent_text_are_refused_not_computed() {
 }
 
 #[tokio::test]
+async fn a_builtin_error_on_agent_text_denies_instead_of_skipping_a_rule() {
+    let lab = common::lab(7);
+    let rego = "package zabbix.mcp\nimport rego.v1\n\
+        default allow := false\n\
+        deny contains \"search names more than a day\" if {\n\
+            input.tool.name == \"host_get\"\n\
+            time.parse_duration_ns(input.arguments.search) > 86400000000000\n\
+        }\n\
+        allow if count(deny) == 0\n\
+        decision := {\"allow\": allow, \"reasons\": deny}\n";
+    let dir = policy_dir(None, &[("p.rego", rego.to_owned())]);
+    let (config, _log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    read(&client, "host_get", json!({"search": "1h", "limit": 1})).await;
+    let err = tool_error(&client, "host_get", json!({"search": "48h", "limit": 1})).await;
+    assert_eq!(err["data"]["reasons"][0], "search names more than a day");
+    // Before: the builtin's error read as undefined, the deny rule did not hold, and the
+    // call went through to Zabbix.
+    for search in ["forever", "1é"] {
+        let err = tool_error(&client, "host_get", json!({"search": search, "limit": 1})).await;
+        assert_eq!(err["code"], "denied", "{search}: {err}");
+        let reason = err["data"]["reasons"][0].as_str().unwrap();
+        assert!(
+            reason.starts_with("policy evaluation failed"),
+            "{search}: {reason}"
+        );
+    }
+    guard.stop().await;
+}
+
+#[tokio::test]
 async fn history_limits_per_caller() {
     for lab in common::labs() {
         let (config, _) = config(&lab, &shipped("history_by_group"));
