@@ -9,16 +9,24 @@
 //! width written with a non-ASCII digit (`%²d`), which a format built from agent text
 //! can hold.
 //!
+//! More such builtins are bounded in [`values`] (`units.parse`, `units.parse_bytes`,
+//! `net.cidr_expand`), and [`text`] keeps two that panicked on agent text from doing so.
+//!
 //! The compiled program's builtin table is public: these wrappers take the place of the
-//! two builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
+//! builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
 //! regorus propagates even where other builtin errors read as undefined (so `not` cannot
 //! turn it into a yes) and the engine turns into a named denial. The interpreter fallback
 //! gets the same wrappers as extensions, which it looks up before builtins.
+
+mod text;
+mod values;
 
 use regorus::Source;
 use regorus::rvm::program::Program;
 use regorus::unstable::{BUILTINS, Expr, Ref, Span};
 use regorus::{LimitError, Value};
+
+use super::strict::Builtin;
 
 /// Elements one range may have: far above an index over any list a call carries, far
 /// below what stalls the runtime (a few milliseconds, some 5 MB).
@@ -32,7 +40,19 @@ const RANGE: &str = "numbers.range";
 const RANGE_STEP: &str = "numbers.range_step";
 const SPRINTF: &str = "sprintf";
 
-/// Puts the bounded wrappers in place of the two builtins in a compiled program.
+/// Each wrapper, the builtin whose place it takes and that builtin's number of arguments.
+const WRAPPERS: [(&str, Builtin, u8); 8] = [
+    (RANGE, range, 2),
+    (RANGE_STEP, range_step, 3),
+    (SPRINTF, sprintf, 2),
+    (values::UNITS_PARSE, values::units_parse, 1),
+    (values::UNITS_PARSE_BYTES, values::units_parse_bytes, 1),
+    (values::CIDR_EXPAND, values::cidr_expand, 1),
+    (text::PARSE_DURATION, text::parse_duration_ns, 1),
+    (text::STRINGS_COUNT, text::strings_count, 2),
+];
+
+/// Puts the bounded wrappers in place of their builtins in a compiled program.
 pub(crate) fn bound_program(program: &mut Program) {
     let Program {
         builtin_info_table,
@@ -40,11 +60,8 @@ pub(crate) fn bound_program(program: &mut Program) {
         ..
     } = program;
     for (info, resolved) in builtin_info_table.iter().zip(resolved_builtins.iter_mut()) {
-        match info.name.as_str() {
-            RANGE => resolved.0 = range,
-            RANGE_STEP => resolved.0 = range_step,
-            SPRINTF => resolved.0 = sprintf,
-            _ => {}
+        if let Some((_, wrapper, _)) = WRAPPERS.iter().find(|(name, ..)| *name == info.name) {
+            resolved.0 = *wrapper;
         }
     }
 }
@@ -52,21 +69,14 @@ pub(crate) fn bound_program(program: &mut Program) {
 /// Registers the wrappers as extensions of an interpreter engine (it looks extensions up
 /// before builtins, so they take the builtins' place).
 pub(crate) fn bound_engine(engine: &mut regorus::Engine) -> anyhow::Result<()> {
-    engine.add_extension(
-        RANGE.into(),
-        2,
-        Box::new(|args: Vec<Value>| as_extension(range, &args)),
-    )?;
-    engine.add_extension(
-        RANGE_STEP.into(),
-        3,
-        Box::new(|args: Vec<Value>| as_extension(range_step, &args)),
-    )?;
-    engine.add_extension(
-        SPRINTF.into(),
-        2,
-        Box::new(|args: Vec<Value>| as_extension(sprintf, &args)),
-    )
+    for (name, wrapper, args) in WRAPPERS {
+        engine.add_extension(
+            name.into(),
+            args,
+            Box::new(move |args: Vec<Value>| as_extension(wrapper, &args)),
+        )?;
+    }
+    Ok(())
 }
 
 fn range(span: &Span, params: &[Ref<Expr>], args: &[Value], strict: bool) -> anyhow::Result<Value> {
@@ -185,7 +195,18 @@ fn check(from: &Value, to: &Value, step: f64) -> anyhow::Result<()> {
 
 const VALUE_BYTES: u64 = size_of::<Value>() as u64;
 
-type Builtin = fn(&Span, &[Ref<Expr>], &[Value], bool) -> anyhow::Result<Value>;
+/// The limit error for a call refused before it runs (regorus propagates it even where
+/// other builtin errors read as undefined, so `not` cannot turn it into a yes). Its own
+/// words name no builtin: the process log does, for the author.
+fn refuse(builtin: &'static str, usage: u64, limit: u64) -> anyhow::Error {
+    tracing::warn!(
+        builtin,
+        usage,
+        limit,
+        "policy builtin refused: past its bound"
+    );
+    LimitError::MemoryLimitExceeded { usage, limit }.into()
+}
 
 fn original(name: &str) -> anyhow::Result<Builtin> {
     BUILTINS
@@ -317,12 +338,13 @@ mod tests {
                     "{interpreter} {format}: {err:?}"
                 );
             }
-            // regorus panicked on a width in other digits; now no text is made.
+            // regorus panicked on a width in other digits; now it is an error (a denial).
             for format in ["%²d", "%1٣d"] {
-                match eval(format) {
-                    Ok(none) => assert_eq!(none["text"], Value::Undefined, "{interpreter}"),
-                    Err(e) => assert!(e.to_string().contains("not a digit"), "{e}"),
-                }
+                let err = eval(format).expect_err("no width");
+                assert!(
+                    err.to_string().contains("not a digit"),
+                    "{interpreter}: {err}"
+                );
             }
         }
     }
@@ -337,12 +359,13 @@ mod tests {
             let ok = eval(&set, 10, 1, 3).expect("steps down");
             assert_eq!(ok["stepped"], Value::from(true), "{interpreter}");
             // regorus 0.14.1 divided by the step (0: a panic; -1: capacity overflow). Now
-            // the VM reads the error as undefined (as OPA), the interpreter as an error.
+            // it is an error (a denial).
             for step in [0, -1] {
-                match eval(&set, 1, 10, step) {
-                    Ok(none) => assert_eq!(none, Value::Undefined, "{interpreter} {step}"),
-                    Err(e) => assert!(e.to_string().contains("step must be"), "{e}"),
-                }
+                let err = eval(&set, 1, 10, step).expect_err("no step");
+                assert!(
+                    err.to_string().contains("step must be"),
+                    "{interpreter}: {err}"
+                );
             }
             let err = eval(&set, 0, 2_147_483_647, 2).expect_err("past the bound");
             assert!(
@@ -352,6 +375,65 @@ mod tests {
             assert!(
                 eval(&set, 0, 2_147_483_647, 100_000).is_ok(),
                 "{interpreter}"
+            );
+        }
+    }
+
+    #[test]
+    fn units_prefixes_durations_and_counts_on_agent_text() {
+        for interpreter in [false, true] {
+            let dir = temp_dir("bounded-text");
+            let extra = if interpreter {
+                "open := object.get(data, \"open\", true)"
+            } else {
+                "open := true"
+            };
+            let policy = format!(
+                "package zabbix.mcp\nimport rego.v1\n{extra}\n\
+                 x := units.parse(input.s) if input.f == \"units\"\n\
+                 x := units.parse_bytes(input.s) if input.f == \"bytes\"\n\
+                 x := count(net.cidr_expand(input.s)) if input.f == \"cidr\"\n\
+                 x := time.parse_duration_ns(input.s) if input.f == \"duration\"\n\
+                 x := strings.count(input.s, \"\") if input.f == \"count\"\n\
+                 decision := {{\"allow\": open, \"x\": x}}\n"
+            );
+            fs::write(dir.join("p.rego"), policy).expect("write");
+            let sources = PolicySources::read(&dir, Files::Policies).expect("read");
+            fs::remove_dir_all(&dir).ok();
+            let set = PolicySet::compile(&sources).expect("compiles");
+            assert_eq!(set.uses_vm(), !interpreter);
+            let eval = |f: &str, s: &str| {
+                let input = serde_json::json!({ "f": f, "s": s }).to_string();
+                set.evaluate(Value::from_json_str(&input).expect("json"))
+            };
+            let x = |f: &str, s: &str| eval(f, s).expect("evaluates")["x"].clone();
+            assert_eq!(x("units", "5M"), Value::from(5_000_000), "{interpreter}");
+            assert_eq!(x("bytes", "2KiB"), Value::from(2048), "{interpreter}");
+            assert_eq!(
+                x("cidr", "10.0.0.0/16"),
+                Value::from(65536),
+                "{interpreter}"
+            );
+            assert_eq!(x("duration", "1m"), Value::from(60_000_000_000_u64));
+            assert_eq!(x("count", "aé"), Value::from(3), "{interpreter}");
+            // Minutes of one thread (10^999999999), 39 s, without end: refused at once.
+            for (f, s) in [
+                ("units", "1e999999999"),
+                ("bytes", "1e999999999KB"),
+                ("cidr", "10.0.0.0/8"),
+                ("cidr", "::/0"),
+            ] {
+                let err = eval(f, s).expect_err("past the bound");
+                assert!(
+                    matches!(&err, PolicyError::Eval(m) if m.contains("memory limit")),
+                    "{interpreter} {f} {s}: {err:?}"
+                );
+            }
+            // regorus panicked on this; now it is no duration (an error, a denial).
+            let err = eval("duration", "1é").expect_err("no duration");
+            assert!(
+                err.to_string().contains("unknown unit"),
+                "{interpreter}: {err}"
             );
         }
     }

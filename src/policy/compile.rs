@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::num::NonZeroU32;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use regorus::utils::limits::{ExecutionTimerConfig, set_fallback_execution_timer_
 use regorus::{CompiledPolicy, Engine, Value};
 
 use super::source::{PolicySources, Revision};
+use super::strict::{Builtin, Run};
 use super::{ENTRYPOINT, PolicyError};
 
 /// Instruction budget per evaluation. The shipped policies need a few hundred; the
@@ -46,8 +48,8 @@ pub(crate) struct PolicySet {
 
 /// How a set is evaluated.
 enum Evaluator {
-    /// The compiled VM: the normal case.
-    Vm(Arc<Program>),
+    /// The compiled VM: the normal case; with the builtins its guarded slots call.
+    Vm(Arc<Program>, Arc<[Builtin]>),
     /// The tree-walking interpreter, only for a set the VM compiler rejected.
     Interpreter(Box<CompiledPolicy>),
 }
@@ -80,6 +82,9 @@ impl PolicySet {
         let data = parse_data(sources)?;
         let mut engine = Engine::new();
         engine.set_execution_timer_config(timer_config());
+        // The interpreter's default, said: a builtin's error ends the evaluation (the VM's
+        // builtins are guarded to the same effect, see `strict`).
+        engine.set_strict_builtin_errors(true);
         super::bounded::bound_engine(&mut engine)
             .map_err(|e| PolicyError::Compile(format!("bounded builtins: {e}")))?;
         for (name, contents) in &sources.modules {
@@ -102,9 +107,20 @@ impl PolicySet {
                     )));
                 }
                 super::bounded::bound_program(Arc::make_mut(&mut program));
+                let guarded =
+                    super::strict::guard_slots(&mut Arc::make_mut(&mut program).resolved_builtins);
                 // Data that collides with a rule path is only detected when a VM takes it.
                 new_vm(&program, &data)?;
-                Evaluator::Vm(program)
+                match guarded {
+                    Some(builtins) => Evaluator::Vm(program, builtins),
+                    None => {
+                        tracing::warn!(
+                            revision = %sources.revision,
+                            "policy set uses more builtins than the VM's guards: using the interpreter"
+                        );
+                        Evaluator::Interpreter(Box::new(compiled))
+                    }
+                }
             }
             Err(e) => {
                 tracing::warn!(
@@ -125,27 +141,50 @@ impl PolicySet {
 
     /// Whether decisions run on the compiled VM (false: interpreter fallback).
     pub(crate) fn uses_vm(&self) -> bool {
-        matches!(self.evaluator, Evaluator::Vm(_))
+        matches!(self.evaluator, Evaluator::Vm(..))
     }
 
     /// Evaluates the entrypoint for `input`. `Ok(Value::Undefined)` means the policy
     /// produced no decision.
     pub(crate) fn evaluate(&self, input: Value) -> Result<Value, PolicyError> {
+        // regorus' builtins have panicked on agent text (`time.parse_duration_ns("1é")`):
+        // the unwinding ended the request's task with no answer and no decision line. Caught,
+        // it is an evaluation error like any other (a denial, logged), and this thread's VM,
+        // stopped half way through a run, is not trusted with the next one.
+        panic::catch_unwind(AssertUnwindSafe(|| self.evaluate_unguarded(input))).unwrap_or_else(
+            |payload| {
+                drop_cached_vm();
+                tracing::error!(
+                    revision = %self.revision,
+                    panic = %crate::display::escape_text(panic_message(payload.as_ref())),
+                    "policy evaluation panicked inside regorus: denied"
+                );
+                Err(PolicyError::Panic)
+            },
+        )
+    }
+
+    fn evaluate_unguarded(&self, input: Value) -> Result<Value, PolicyError> {
         match &self.evaluator {
-            Evaluator::Vm(program) => self.evaluate_vm(program, input),
+            Evaluator::Vm(program, builtins) => self.evaluate_vm(program, builtins, input),
             Evaluator::Interpreter(compiled) => compiled
                 .eval_with_input(input)
                 .map_err(|e| PolicyError::Eval(e.to_string())),
         }
     }
 
-    fn evaluate_vm(&self, program: &Arc<Program>, input: Value) -> Result<Value, PolicyError> {
+    fn evaluate_vm(
+        &self,
+        program: &Arc<Program>,
+        builtins: &Arc<[Builtin]>,
+        input: Value,
+    ) -> Result<Value, PolicyError> {
         VM.with(|cell| {
             // A re-entrant call cannot happen today; if it ever does, a throwaway VM
             // keeps it correct instead of panicking on the RefCell.
             let Ok(mut slot) = cell.try_borrow_mut() else {
                 let mut vm = new_vm(program, &self.data)?;
-                return run(&mut vm, input);
+                return run(&mut vm, builtins, input);
             };
             // Used where it lies: a VM is some 700 bytes, and taking it out and putting it
             // back copied it four times per evaluation.
@@ -156,7 +195,7 @@ impl PolicySet {
                     vm: new_vm(program, &self.data)?,
                 }),
             };
-            let result = run(&mut cached.vm, input);
+            let result = run(&mut cached.vm, builtins, input);
             // A VM that failed mid-run is dropped rather than trusted with the next call.
             if result.is_err() {
                 *slot = None;
@@ -166,12 +205,34 @@ impl PolicySet {
     }
 }
 
-fn run(vm: &mut RegoVM, input: Value) -> Result<Value, PolicyError> {
+/// Forgets this thread's VM; the next evaluation makes a new one.
+fn drop_cached_vm() {
+    VM.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            *slot = None;
+        }
+    });
+}
+
+/// The text a panic was raised with, as far as it is text; it may quote agent text.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+fn run(vm: &mut RegoVM, builtins: &Arc<[Builtin]>, input: Value) -> Result<Value, PolicyError> {
+    let guarded = Run::start(builtins);
     vm.set_input(input);
     let result = vm.execute().map_err(|e| PolicyError::Eval(e.to_string()));
     // Do not keep the caller's arguments alive in an idle thread-local.
     vm.set_input(Value::Null);
-    result
+    match (result, guarded.failure()) {
+        (Ok(_), Some(error)) => Err(PolicyError::Eval(format!("a builtin failed: {error}"))),
+        (result, _) => result,
+    }
 }
 
 fn new_vm(program: &Arc<Program>, data: &Value) -> Result<RegoVM, PolicyError> {
@@ -211,9 +272,12 @@ fn parse_data(sources: &PolicySources) -> Result<Value, PolicyError> {
 mod tests {
     use std::fs;
 
-    use regorus::Value;
+    use std::sync::Arc;
 
-    use super::PolicySet;
+    use regorus::Value;
+    use regorus::unstable::{Expr, Ref, Span};
+
+    use super::{Evaluator, PolicySet, VM};
     use crate::policy::PolicyError;
     use crate::policy::source::tests::temp_dir;
     use crate::policy::source::{Files, PolicySources};
@@ -313,5 +377,92 @@ mod tests {
             matches!(&err, PolicyError::Eval(m) if m.contains("time")),
             "{err:?}"
         );
+    }
+
+    fn panics(_: &Span, _: &[Ref<Expr>], _: &[Value], _: bool) -> anyhow::Result<Value> {
+        panic!("byte index 1 is not a char boundary")
+    }
+
+    #[test]
+    fn a_panic_inside_regorus_denies_and_drops_the_vm() {
+        let mut set = compile(
+            "package zabbix.mcp\nimport rego.v1\n\
+             decision := {\"allow\": true} if not input.d\n\
+             decision := {\"allow\": time.parse_duration_ns(input.d) > 0} if input.d\n",
+            None,
+        )
+        .expect("compiles");
+        // A builtin that panics, as regorus' did on agent text (those are bounded now).
+        let Evaluator::Vm(program, _) = &mut set.evaluator else {
+            panic!("not on the VM");
+        };
+        let program = Arc::make_mut(program);
+        for (info, resolved) in program
+            .builtin_info_table
+            .iter()
+            .zip(program.resolved_builtins.iter_mut())
+        {
+            if info.name == "time.parse_duration_ns" {
+                resolved.0 = panics;
+            }
+        }
+        let input = |text: &str| Value::from_json_str(text).expect("json");
+        let cached = || VM.with(|cell| cell.borrow().is_some());
+        let ok = set.evaluate(input("{}")).expect("evaluates");
+        assert_eq!(ok["allow"], Value::from(true));
+        assert!(cached());
+        let err = set.evaluate(input(r#"{"d": "1é"}"#)).expect_err("panicked");
+        assert!(matches!(err, PolicyError::Panic), "{err:?}");
+        assert!(
+            err.to_string().starts_with("policy evaluation failed"),
+            "{err}"
+        );
+        assert!(!cached(), "the VM that panicked is kept");
+        let again = set.evaluate(input("{}")).expect("a new VM evaluates");
+        assert_eq!(again["allow"], Value::from(true));
+    }
+
+    #[test]
+    fn a_builtin_error_is_an_evaluation_error_on_the_vm_as_on_the_interpreter() {
+        for interpreter in [false, true] {
+            let open = if interpreter {
+                "object.get(data, \"open\", true)"
+            } else {
+                "true"
+            };
+            let set = compile(
+                &format!(
+                    "package zabbix.mcp\nimport rego.v1\n\
+                     deny contains \"more than a day\" if time.parse_duration_ns(input.d) > 86400000000000\n\
+                     deny contains \"not a web host\" if not regex.match(input.p, \"web-01\")\n\
+                     decision := {{\"allow\": {open}, \"reasons\": deny}}\n"
+                ),
+                None,
+            )
+            .expect("compiles");
+            assert_eq!(set.uses_vm(), !interpreter);
+            let eval = |d: &str, p: &str| {
+                let input = serde_json::json!({"d": d, "p": p}).to_string();
+                set.evaluate(Value::from_json_str(&input).expect("json"))
+            };
+            let ok = eval("1h", "^web").expect("evaluates");
+            assert_eq!(ok["allow"], Value::from(true));
+            assert_eq!(ok["reasons"], Value::new_set());
+            let long = eval("48h", "^web").expect("evaluates");
+            assert!(
+                long["reasons"] != Value::new_set(),
+                "{interpreter}: {long:?}"
+            );
+            // On the VM the errors read as undefined: neither deny rule held.
+            for (d, p) in [("forever", "^web"), ("1h", "(")] {
+                let err = eval(d, p).expect_err("a builtin failed");
+                assert!(
+                    matches!(err, PolicyError::Eval(_)),
+                    "{interpreter}: {err:?}"
+                );
+            }
+            let again = eval("1h", "^web").expect("the next run is clean");
+            assert_eq!(again["allow"], Value::from(true));
+        }
     }
 }

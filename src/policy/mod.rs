@@ -20,6 +20,7 @@ mod nesting;
 mod recursion;
 mod reload;
 mod source;
+mod strict;
 mod test_runner;
 pub(crate) mod timestamp;
 mod unique_keys;
@@ -79,6 +80,10 @@ pub enum PolicyError {
     /// Evaluating a policy failed (error, instruction or time limit).
     #[error("policy evaluation failed: {0}")]
     Eval(String),
+    /// regorus panicked during an evaluation (a bug of a builtin); the process log has the
+    /// panic's message, which may quote agent text.
+    #[error("policy evaluation failed: the policy engine panicked (see the process log)")]
+    Panic,
     /// An input document could not be converted for evaluation.
     #[error("invalid policy input: {0}")]
     Input(String),
