@@ -224,6 +224,23 @@ impl ServerHandler for GuardHandler {
         if !gate::visible(&self.app, &tools, &subject, &request.name) {
             return Err(unknown_tool(&request.name));
         }
+        // A write is judged on the caller as Zabbix has them now, its list phase too; a
+        // read on the request's identity (cached up to 60 s).
+        let (caller, subject) = if def.is_write() {
+            let current = gate::current(&self.app, &context, caller, tools.version);
+            let (caller, subject) = match Box::pin(current).await {
+                Ok(now) => now,
+                Err(error) => {
+                    return Ok(tools::refused(&self.app, def, ToolError::Caller(error)).into());
+                }
+            };
+            if !gate::visible(&self.app, &tools, &subject, &request.name) {
+                return Err(unknown_tool(&request.name));
+            }
+            (caller, subject)
+        } else {
+            (caller, subject)
+        };
         let call = tools::Call {
             context: &context,
             request: &request,

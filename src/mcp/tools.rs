@@ -241,6 +241,12 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     }
 }
 
+/// A call refused before its decision (no `decision_id`): counted, logged, answered as a
+/// tool error.
+pub(crate) fn refused(app: &App, def: &ToolDef, error: ToolError) -> CallToolResult {
+    failed(app, def, error, None)
+}
+
 /// A failed call: counted, logged, and answered as a tool error.
 fn failed(app: &App, def: &ToolDef, error: ToolError, decision_id: Option<&str>) -> CallToolResult {
     app.metrics
