@@ -123,6 +123,15 @@ fn classes() -> Vec<(&'static str, Fault, &'static str, &'static str)> {
             "invalid response",
         ),
         (
+            // A tree of tiny values: a read is cut at the records it asked for (the scan), a
+            // write's answer (like an identity's, a target lookup's or a resource's) at
+            // 200000 values, before its tree grows with the body (was 50-60 times the body).
+            "250000 values",
+            Fault::Answer(Value::Array(vec![json!(0); 250_000])),
+            "upstream_unavailable",
+            "invalid response",
+        ),
+        (
             "truncated body",
             Fault::Truncated,
             "upstream_unavailable",
