@@ -224,23 +224,6 @@ impl ServerHandler for GuardHandler {
         if !gate::visible(&self.app, &tools, &subject, &request.name) {
             return Err(unknown_tool(&request.name));
         }
-        // A write is judged on the caller as Zabbix has them now, its list phase too; a
-        // read on the request's identity (cached up to 60 s).
-        let (caller, subject) = if def.is_write() {
-            let current = gate::current(&self.app, &context, caller, tools.version);
-            let (caller, subject) = match Box::pin(current).await {
-                Ok(now) => now,
-                Err(error) => {
-                    return Ok(tools::refused(&self.app, def, ToolError::Caller(error)).into());
-                }
-            };
-            if !gate::visible(&self.app, &tools, &subject, &request.name) {
-                return Err(unknown_tool(&request.name));
-            }
-            (caller, subject)
-        } else {
-            (caller, subject)
-        };
         let call = tools::Call {
             context: &context,
             request: &request,
@@ -248,10 +231,11 @@ impl ServerHandler for GuardHandler {
             subject: &subject,
             def,
             version: tools.version,
+            tools: &tools,
         };
         // Boxed: the handler future rmcp builds is copied whole when the request task is
         // spawned (`server::direct`); it then holds a pointer, not the call (kBs).
-        let response = Box::pin(tools::call(&self.app, call).instrument(span)).await;
+        let response = Box::pin(tools::call(&self.app, call).instrument(span)).await?;
         // Clients that declare URL elicitation get the approval link as -32042.
         match page_approval::url_elicitation(&self.app, &subject, &response) {
             Some(error) => Err(error),
