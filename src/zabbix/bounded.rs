@@ -12,8 +12,9 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// How many values (every array, object, member and scalar counts one) an answer read as a
-/// tree may hold: a few MB of tree at most. A target lookup's answer holds about ten a host
-/// (with its groups) or an event, a write's one an ID, an identity fewer than twenty.
+/// tree may hold: some 30 MB of tree at most. A target lookup's answer holds 8 an event, 12
+/// a host in one group (5 more a further group), 5 a host group; a write's one an ID; an
+/// identity fewer than twenty.
 pub(crate) const MAX_VALUES: usize = 200_000;
 
 /// Why a text is not read as a value.
