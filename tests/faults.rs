@@ -123,6 +123,15 @@ fn classes() -> Vec<(&'static str, Fault, &'static str, &'static str)> {
             "invalid response",
         ),
         (
+            // A tree of tiny values: a read is cut at the records it asked for (the scan), a
+            // write's answer (like an identity's, a target lookup's or a resource's) at
+            // 200000 values, before its tree grows with the body (was 50-60 times the body).
+            "250000 values",
+            Fault::Answer(Value::Array(vec![json!(0); 250_000])),
+            "upstream_unavailable",
+            "invalid response",
+        ),
+        (
             "truncated body",
             Fault::Truncated,
             "upstream_unavailable",
@@ -180,12 +189,15 @@ async fn every_fault_class_gets_its_code_a_log_event_and_one_write() {
             let message = read["message"].as_str().unwrap_or_default();
             assert!(message.contains(names), "{class}: {message}");
             if refused {
-                // What a write touches is resolved before it is decided; with Zabbix out of
-                // reach that fails, and the write is denied (fail closed), never sent.
+                // A write's caller is looked up again before it is decided; with Zabbix out
+                // of reach that fails, and the write is refused (fail closed), never sent.
                 let body = common::tool_error(&client, WRITE, json!({"eventids": ["42"]})).await;
-                assert_eq!(body["code"], "denied", "{class}: {body}");
+                assert_eq!(body["code"], "upstream_unavailable", "{class}: {body}");
                 let message = body["message"].as_str().unwrap_or_default();
-                assert!(message.contains("cannot reach"), "{class}: {message}");
+                assert!(
+                    message.contains("cannot reach") && message.contains("nothing was sent"),
+                    "{class}: {message}"
+                );
             } else {
                 // Sent, and nothing came back that says whether it was applied: the agent
                 // is told to look before calling again.
@@ -218,7 +230,7 @@ async fn every_fault_class_gets_its_code_a_log_event_and_one_write() {
             rounds,
             rounds,
             if class == "connection refused" {
-                "write denied (targets unresolvable), not sent"
+                "write refused (its caller not looked up again), not sent"
             } else {
                 "write sent once"
             },

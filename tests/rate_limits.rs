@@ -199,8 +199,10 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         "nothing more reached Zabbix"
     );
 
-    // A write looks its targets up in Zabbix before it is decided: over `RateLimit`, it
-    // is refused first, so no lookup reaches Zabbix either (before, each one did).
+    // A write looks its caller and its targets up in Zabbix before it is decided: over
+    // `RateLimit`, it is refused first, so no lookup reaches Zabbix either (before, each
+    // one did).
+    let identity_lookups = sent(&recorder, "usergroup.get");
     for n in 0..5 {
         let ids = json!([format!("99999{n}1"), format!("99999{n}2")]);
         let args = json!({"eventids": ids, "message": "over budget"});
@@ -219,6 +221,11 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         sent(&recorder, "event.get"),
         0,
         "no target lookup reached Zabbix"
+    );
+    assert_eq!(
+        sent(&recorder, "usergroup.get"),
+        identity_lookups,
+        "no caller lookup reached Zabbix"
     );
     let metrics = common::metrics::scrape(&guard.base).await;
     assert_eq!(

@@ -101,6 +101,10 @@ pub enum ApprovalError {
         "what the call touches changed while it waited for approval ({0}); nothing was sent to Zabbix: call again to have it decided anew"
     )]
     TargetsChanged(String),
+    #[error(
+        "the caller's user, role or user groups changed while the call waited for approval; nothing was sent to Zabbix: call again to have it decided anew"
+    )]
+    CallerChanged,
     #[error("elicitation failed: {0}; nothing was sent to Zabbix")]
     Elicitation(String),
     #[error("cannot build the approval question: {0}")]

@@ -53,6 +53,13 @@ pub enum ToolError {
     NotAList { method: Method },
     #[error("the request reached the tool without a resolved caller")]
     NoCaller,
+    /// A write's caller, looked up again before it is decided, could not be established:
+    /// no write is judged on an identity Zabbix did not just confirm.
+    #[error(
+        "the caller's identity could not be checked with Zabbix before the write: {}; nothing was sent to Zabbix",
+        .0.public_text()
+    )]
+    Caller(CallerError),
     #[error("the request's task ended without an answer")]
     TaskFailed,
     #[error("denied by policy: {}", .reasons.join("; "))]
@@ -143,11 +150,19 @@ impl ToolError {
                 | ApprovalError::WrongMethod { .. }
                 | ApprovalError::Changed
                 | ApprovalError::TargetsChanged(_)
+                | ApprovalError::CallerChanged
                 | ApprovalError::AlreadyUsed => "invalid_arguments",
                 ApprovalError::Elicitation(_) => "approval_unavailable",
                 ApprovalError::Store(StoreError::UsedFull(_)) => "overloaded",
                 ApprovalError::Key(_) | ApprovalError::Schema(_) | ApprovalError::Store(_) => {
                     INTERNAL
+                }
+            },
+            ToolError::Caller(caller) => match caller {
+                CallerError::InvalidToken(_) => "unauthorized",
+                CallerError::Upstream(z) => zabbix_code(z),
+                CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. } => {
+                    "identity_incomplete"
                 }
             },
             ToolError::Response(_)

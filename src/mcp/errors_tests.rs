@@ -322,6 +322,46 @@ fn http_refusals() {
     }
 }
 
+/// A write whose caller could not be looked up again carries the code a request refused
+/// for it would, in the words the caller may read (no Zabbix address), and says nothing
+/// was sent.
+#[test]
+fn a_write_whose_caller_is_not_confirmed_carries_the_refusal_codes() {
+    let at = "connecting to 10.9.8.7:8080: Connection refused";
+    let cases = [
+        (
+            CallerError::InvalidToken("Not authorized.".into()),
+            "unauthorized",
+        ),
+        (
+            CallerError::Upstream(ZabbixError::Unavailable(at.into())),
+            "upstream_unavailable",
+        ),
+        (
+            CallerError::Upstream(ZabbixError::Timeout(Duration::from_secs(3))),
+            "upstream_timeout",
+        ),
+        (
+            CallerError::GroupsUnavailable(ZabbixError::Unavailable(at.into())),
+            "identity_incomplete",
+        ),
+        (
+            CallerError::Incomplete {
+                method: Method::UserGroupGet,
+                field: "name",
+            },
+            "identity_incomplete",
+        ),
+    ];
+    for (error, code) in cases {
+        let body = text_body(ToolError::Caller(error), None);
+        assert_eq!(body["code"], code, "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.ends_with("nothing was sent to Zabbix"), "{message}");
+        assert!(!message.contains("10.9.8.7"), "{message}");
+    }
+}
+
 #[test]
 fn stdio_caller_failures_carry_the_refusal_codes() {
     let rejected = super::caller_rpc(&CallerError::InvalidToken("Not authorized.".into()));

@@ -21,7 +21,7 @@ use crate::policy::{
 };
 use crate::ratelimit::RateLimitError;
 use crate::targets::Ask;
-use crate::zabbix::{Caller, ZabbixVersion};
+use crate::zabbix::{Caller, CallerError, ZabbixVersion};
 
 /// Who asks, from where, with which client, against which Zabbix: the parts of the input
 /// document that are the same for every decision of one request.
@@ -112,6 +112,22 @@ impl Subject {
             },
         }
     }
+}
+
+/// The caller of a write and its subject, with the identity Zabbix gives the token now
+/// ([`crate::zabbix::CallerResolver::current`]): the request's identity may be a cached one
+/// up to 60 s old, and a write is judged on the user's groups and role as they are. Reads
+/// keep the cached one (no lookup of their own).
+pub async fn current(
+    app: &App,
+    context: &RequestContext<RoleServer>,
+    caller: Caller,
+    version: ZabbixVersion,
+) -> Result<(Caller, Subject), CallerError> {
+    let identity = app.callers.current(&app.zabbix, &caller.token).await?;
+    let caller = Caller { identity, ..caller };
+    let subject = Subject::new(app, context, &caller, version);
+    Ok((caller, subject))
 }
 
 /// How much of a client's self-reported name or version is kept. The client chooses them

@@ -231,10 +231,11 @@ impl ServerHandler for GuardHandler {
             subject: &subject,
             def,
             version: tools.version,
+            tools: &tools,
         };
         // Boxed: the handler future rmcp builds is copied whole when the request task is
         // spawned (`server::direct`); it then holds a pointer, not the call (kBs).
-        let response = Box::pin(tools::call(&self.app, call).instrument(span)).await;
+        let response = Box::pin(tools::call(&self.app, call).instrument(span)).await?;
         // Clients that declare URL elicitation get the approval link as -32042.
         match page_approval::url_elicitation(&self.app, &subject, &response) {
             Some(error) => Err(error),

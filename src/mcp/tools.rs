@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool, ToolAnnotations,
 };
@@ -141,23 +142,22 @@ pub struct Call<'a> {
     pub subject: &'a Subject,
     pub def: &'static ToolDef,
     pub version: ZabbixVersion,
+    /// The tools of the version, for a write's list phase decided again.
+    pub tools: &'a ToolList,
 }
 
 /// Runs one tool call: validate, decide, apply the caller's limits (reads) or get the
 /// approval (writes), call Zabbix. Failures are tool results, with the `decision_id` once
-/// there is one; every decided call gets its outcome in the decision log.
-pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
-    let Call {
-        def,
-        version,
-        subject,
-        ..
-    } = call;
+/// there is one; every decided call gets its outcome in the decision log. A write is judged
+/// on its caller as Zabbix has them now ([`gate::current`]): a tool its list phase then hides
+/// is unknown, as it would have been before.
+pub async fn call(app: &App, call: Call<'_>) -> Result<CallToolResponse, McpError> {
+    let Call { def, version, .. } = call;
     let now = unix_now();
     let raw = call.request.arguments.as_ref();
     let mut arguments = match args::validate(def, raw, version, now) {
         Ok(arguments) => arguments,
-        Err(error) => return failed(app, def, ToolError::from(error), None).into(),
+        Err(error) => return Ok(failed(app, def, ToolError::from(error), None).into()),
     };
     // Held until the call ends: a write's configured concurrency slot, taken before its
     // targets are looked up in Zabbix.
@@ -167,11 +167,31 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             Err((error, decision)) => {
                 let id = decision.decision_id.as_str();
                 crate::server::hangup::decided(call.context, id);
-                return failed(app, def, error, Some(id)).into();
+                return Ok(failed(app, def, error, Some(id)).into());
             }
         }
     } else {
         None
+    };
+    // After the configured limits, which spare Zabbix the lookup too.
+    let current;
+    let call = if def.is_write() {
+        let looked_up = gate::current(app, call.context, call.caller.clone(), version);
+        current = match Box::pin(looked_up).await {
+            Ok(now) => now,
+            Err(error) => return Ok(failed(app, def, ToolError::Caller(error), None).into()),
+        };
+        let (caller, subject) = (&current.0, &current.1);
+        if !gate::visible(app, call.tools, subject, &call.request.name) {
+            return Err(crate::mcp::errors::unknown_tool(&call.request.name));
+        }
+        Call {
+            caller,
+            subject,
+            ..call
+        }
+    } else {
+        call
     };
     let gate::CallDecision {
         decision,
@@ -182,20 +202,20 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
     crate::server::hangup::decided(call.context, id);
     if !decision.allow {
         let reasons = decision.reasons.clone();
-        return failed(app, def, ToolError::Denied { reasons }, Some(id)).into();
+        return Ok(failed(app, def, ToolError::Denied { reasons }, Some(id)).into());
     }
     // Fails closed: no change reaches Zabbix without its decision in the log, written by
     // its destination (a full queue, a pipe whose reader is gone, a full disk). Reads go
     // on, their lines counted as dropped or failed.
     if def.is_write() && !logged.written().await {
         tracing::warn!(decision_id = %id, gen_ai.tool.name = def.name, "write refused: its decision could not be logged");
-        return failed(app, def, ToolError::Unlogged, Some(id)).into();
+        return Ok(failed(app, def, ToolError::Unlogged, Some(id)).into());
     }
     // Held until the call ends: its concurrency slot.
     let taken = configured.is_some();
     let _admission = match crate::mcp::limit::admit(app, call.caller, &decision, taken).await {
         Ok(admission) => admission,
-        Err(error) => return failed(app, def, error, Some(id)).into(),
+        Err(error) => return Ok(failed(app, def, error, Some(id)).into()),
     };
     let outcome = Outcome::new(&app.decisions, id, def.kind());
     let result = if let Behaviour::Read(query) = &def.behaviour {
@@ -210,7 +230,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             context: call.context,
             request: call.request,
             caller: call.caller,
-            subject,
+            subject: call.subject,
             def,
             arguments: &arguments,
             decision: &decision,
@@ -226,7 +246,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             (written, summary)
         })
     };
-    match result {
+    Ok(match result {
         Ok((written, summary)) => {
             outcome.finish(summary);
             app.metrics.tool_call(def.name, written.outcome(), "none");
@@ -239,7 +259,7 @@ pub async fn call(app: &App, call: Call<'_>) -> CallToolResponse {
             outcome.finish(Ended::failed(&error));
             failed(app, def, error, Some(id)).into()
         }
-    }
+    })
 }
 
 /// A failed call: counted, logged, and answered as a tool error.

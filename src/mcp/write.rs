@@ -106,6 +106,7 @@ pub async fn call(app: &App, call: WriteCall<'_>) -> Result<Written, ToolError> 
             );
             match answer {
                 Answer::Approved => {
+                    unchanged_caller(app, &call).await?;
                     unchanged_targets(app, &call).await?;
                     send(app, &call, &payload).await
                 }
@@ -179,6 +180,24 @@ async fn redeem(
     // One human yes sends once: a replayed (or resent) state is refused from here on.
     app.approver.redeem(&sealed).await?;
     send(app, call, &payload).await
+}
+
+/// The caller looked up again once the client answered, as the targets are: the answer
+/// may come minutes after the decision (`ElicitationTimeout`), and a user taken out of the
+/// group the policy trusts meanwhile is no longer the caller it decided on. Other approvals
+/// decide again, on the caller as they are then, when the call is retried.
+async fn unchanged_caller(app: &App, call: &WriteCall<'_>) -> Result<(), ToolError> {
+    let (outcome, error) = match app.callers.current(&app.zabbix, &call.caller.token).await {
+        Ok(now) if now == call.caller.identity => return Ok(()),
+        Ok(_) => ("changed", ToolError::Approval(ApprovalError::CallerChanged)),
+        Err(error) => ("unchecked", ToolError::Caller(error)),
+    };
+    app.decisions.event(
+        &call.decision.decision_id,
+        "caller",
+        json!({"outcome": outcome, "reason": error.to_string()}),
+    );
+    Err(error)
 }
 
 /// The targets looked up again once the client answered: the decision holds for what it saw,

@@ -188,13 +188,36 @@ impl CallerResolver {
     /// every session and stream of the token; a role that denies `usergroup.get` is one.
     pub async fn refusal(&self, client: &ZabbixClient, token: &ApiToken) -> Option<CallerError> {
         match self.resolve(client, token).await {
-            Ok(_) | Err(CallerError::Upstream(_)) => None,
-            Err(CallerError::GroupsUnavailable(error))
-                if !matches!(error, ZabbixError::Api { .. }) =>
-            {
-                None
+            Ok(_) => None,
+            Err(refused) => is_verdict(&refused).then_some(refused),
+        }
+    }
+
+    /// The identity behind `token` as Zabbix has it now, whatever the cache holds: a write
+    /// is judged on the user's groups and role as they are when it is decided, not as they
+    /// were up to a TTL ago (a user taken out of the group a policy trusts kept writing for
+    /// up to 60 s). The answer replaces the cached identity, so reads after it see it too; a
+    /// refusal (the token, or a user left in no group) drops the cached one, and a Zabbix
+    /// that does not answer leaves it (no verdict: reads go on, the write is refused).
+    pub async fn current(
+        &self,
+        client: &ZabbixClient,
+        token: &ApiToken,
+    ) -> Result<Arc<Identity>, CallerError> {
+        let key = token.digest();
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        // Boxed as in `resolve`: the lookup's future is several kB.
+        match Box::pin(lookup(client, token)).await {
+            Ok(identity) => {
+                self.cache.insert(key, identity.clone()).await;
+                Ok(identity)
             }
-            Err(refused) => Some(refused),
+            Err(error) => {
+                if is_verdict(&error) {
+                    self.cache.invalidate(&key).await;
+                }
+                Err(error)
+            }
         }
     }
 
@@ -250,6 +273,17 @@ impl CallerResolver {
                 field,
             },
         })
+    }
+}
+
+/// Whether a failed lookup is Zabbix's verdict on the token or its user (refused, a user in
+/// no group, a role denying `usergroup.get`), rather than no answer (a timeout, a lost
+/// answer, every Zabbix slot busy), which says nothing of them.
+fn is_verdict(error: &CallerError) -> bool {
+    match error {
+        CallerError::Upstream(_) => false,
+        CallerError::GroupsUnavailable(error) => matches!(error, ZabbixError::Api { .. }),
+        CallerError::InvalidToken(_) | CallerError::Incomplete { .. } => true,
     }
 }
 

@@ -10,10 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
+use crate::zabbix::bounded::{self, BoundedError};
 use crate::zabbix::caller::ApiToken;
 use crate::zabbix::connections::{ConnectionError, Connections, Resend};
 use crate::zabbix::error::ZabbixError;
@@ -67,14 +69,16 @@ pub struct ZabbixClient {
     metrics: Option<Arc<Metrics>>,
 }
 
+/// An answer read as a tree: its members kept as text first, so that `result` and `error`
+/// are built within [`bounded::MAX_VALUES`] and `id` is only compared.
 #[derive(Deserialize)]
-struct RpcResponse {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    result: Option<Value>,
-    #[serde(default)]
-    error: Option<RpcError>,
+struct RpcResponse<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -256,22 +260,33 @@ impl ZabbixClient {
         token: Option<(&ApiToken, ZabbixVersion)>,
     ) -> Result<Value, ZabbixError> {
         let body = self.send_body(payload, token).await?;
-        let parsed: RpcResponse = serde_json::from_slice(&body)
-            .map_err(|e| ZabbixError::BadResponse(format!("not JSON-RPC: {e}")))?;
-        if parsed.id.as_ref().and_then(Value::as_u64) != Some(payload.id) {
+        let not_json =
+            |e: &dyn std::fmt::Display| ZabbixError::BadResponse(format!("not JSON-RPC: {e}"));
+        let parsed: RpcResponse = serde_json::from_slice(&body).map_err(|e| not_json(&e))?;
+        let found = parsed.id.map_or("none", RawValue::get);
+        if !raw::same_id(found, payload.id) {
             self.out_of_step();
-            let found = parsed
-                .id
-                .map_or_else(|| "none".to_owned(), |id| id.to_string());
             let wrong = raw::RawError::WrongId {
                 sent: payload.id,
-                found: crate::display::escape_text(&found),
+                found: crate::display::escape_text(found),
             };
             return Err(ZabbixError::BadResponse(wrong.to_string()));
         }
+        let tree = |raw: &RawValue| {
+            bounded::value(raw.get(), bounded::MAX_VALUES).map_err(|e| match e {
+                BoundedError::NotJson(e) => not_json(&e),
+                too_many @ BoundedError::TooMany(_) => {
+                    ZabbixError::BadResponse(too_many.to_string())
+                }
+            })
+        };
+        // A member that is `null` reads as absent (`Option`), as it did.
         match (parsed.result, parsed.error) {
-            (_, Some(error)) => Err(api_error(error)),
-            (Some(result), None) => Ok(result),
+            (_, Some(error)) => {
+                let error = serde_json::from_value(tree(error)?).map_err(|e| not_json(&e))?;
+                Err(api_error(error))
+            }
+            (Some(result), None) => tree(result),
             (None, None) => Err(ZabbixError::BadResponse(
                 "neither result nor error in the response".into(),
             )),

@@ -1,6 +1,7 @@
 //! Everything that talks to the Zabbix API: the closed method set, versions, the
 //! JSON-RPC client, TLS toward Zabbix and what it trusts, and the caller's identity.
 
+mod bounded;
 pub mod caller;
 pub mod client;
 mod connections;

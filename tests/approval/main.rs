@@ -5,6 +5,7 @@
 //! (stateless, across replicas sharing ApprovalSealKey), refusals, tampered state, the
 //! decision log, and writes that are never retried.
 
+mod caller;
 #[path = "../common/mod.rs"]
 mod common;
 mod question;

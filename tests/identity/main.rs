@@ -4,7 +4,9 @@
 //! cannot make the sidecar ask Zabbix about token after token, and while it is refused,
 //! the tokens Zabbix accepted lately keep working from there (a revoked one does not).
 
+#[path = "../common/mod.rs"]
 mod common;
+mod writes;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
