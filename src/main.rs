@@ -29,6 +29,7 @@ use zabbix_mcp_guard::telemetry;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    escaped_panics();
     let cli = cli::parse();
     match cli.action() {
         Command::Policy { command } => policy(command, cli.params.policy_dir.as_deref()),
@@ -41,6 +42,33 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A panic is one line of the process log with its text escaped. A builtin inside regorus
+/// panics quoting agent text (`time.format` on an agent's layout): the default hook wrote
+/// it to stderr as it was, newlines and all, so an agent could write lines of its own
+/// there, and with `LogType=file` the panic was not in the log at all.
+fn escaped_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(no message)");
+        // Cut: the text may quote a whole request's worth of agent text.
+        let text: String = text.chars().take(1000).collect();
+        let text = zabbix_mcp_guard::display::escape_text(&text);
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if tracing::dispatcher::has_been_set() {
+            tracing::error!(panic.location = %at, panic.message = %text, "panicked");
+        } else {
+            eprintln!("zabbix-mcp-guard: panicked at {at}: {text}");
+        }
+    }));
 }
 
 /// The configuration, or `None` after printing why it is not valid.

@@ -53,6 +53,70 @@ fn binary_logs_to_file_writes_pid_and_stops_on_sigterm() {
     assert!(!text.contains(&lab.token));
 }
 
+/// A panic inside regorus quotes agent text: it is one escaped line of the log file. Before,
+/// the default hook wrote it to stderr as it was, so an agent's newline began a log line of
+/// the agent's own, and with `LogType=file` the log did not have it.
+#[test]
+fn a_panic_is_one_escaped_line_of_the_log() {
+    let lab = common::lab(7);
+    let dir = common::scratch_dir("panic-line");
+    let log = dir.join("guard.log");
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    // regorus panics on a time.format layout with a letter outside ASCII: here the agent's.
+    std::fs::write(
+        policies.join("p.rego"),
+        "package zabbix.mcp\nimport rego.v1\ndefault allow := false\n\
+         deny contains \"x\" if {\n input.tool.name == \"host_get\"\n \
+         count(time.format([0, \"UTC\", input.arguments.search])) == 0\n}\n\
+         allow if count(deny) == 0\ndecision := {\"allow\": allow, \"reasons\": deny}\n",
+    )
+    .unwrap();
+    let port = common::free_port();
+    let mut child = common::binary(&lab.url, port, &log)
+        .arg("--policy-dir")
+        .arg(&policies)
+        .arg("--decision-log")
+        .arg(dir.join("decisions.log"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening")
+    });
+    let forged = "FORGED zabbix_mcp_guard::lifecycle: all is well";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        common::init();
+        let guard = common::Guard::external(&format!("http://127.0.0.1:{port}"));
+        let client = common::client(&guard, &lab.token).await;
+        let search = format!("é\n{forged}");
+        let read = common::call(&client, "host_get", serde_json::json!({"search": search})).await;
+        assert_eq!(read.is_error, Some(true), "{:?}", read.content);
+        let _ = client.cancel().await;
+    });
+    common::wait_until_blocking("the panic in the log", Duration::from_secs(10), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("panicked")
+    });
+    let status = common::terminate(&mut child).expect("SIGTERM and exit");
+    assert!(status.success(), "{status}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let panic = text
+        .lines()
+        .find(|l| l.contains("panicked") && l.contains("panic.message"))
+        .unwrap_or_else(|| panic!("no panic line: {text}"));
+    assert!(panic.contains(&format!("\\u{{000A}}{forged}")), "{panic}");
+    for line in text.lines().chain(stderr.lines()) {
+        assert!(!line.starts_with("FORGED"), "an agent's line: {line}");
+    }
+}
+
 /// `WorkerThreads`: with 1 (the default) the binary runs on tokio's current-thread
 /// scheduler, with 2 on the multi-thread one; both serve MCP calls (a list and a read through
 /// a real client) and stop cleanly on SIGTERM.
