@@ -244,6 +244,23 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
     let _ = client.cancel().await;
 }
 
+/// A FIFO named `name` and a reader of it, held open read-write (which never blocks on
+/// Linux), so the sidecar's open finds a reader.
+fn fifo_with_reader(name: &str) -> (std::path::PathBuf, std::fs::File) {
+    let fifo = temp_path(name);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    (fifo, reader)
+}
+
 /// No change reaches Zabbix without its decision in the log. A decision log file that is a
 /// FIFO whose reader stopped reading (a log shipper that hung) fills the pipe, then the
 /// writer's queue; from then on a write is refused as `overloaded` and nothing is sent,
@@ -253,18 +270,8 @@ async fn the_binary_writes_every_queued_line_before_it_exits_on_sigterm() {
 async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
     let lab = common::lab(7);
     let (proxy, recorder) = common::recorder::start(&lab.url).await;
-    let fifo = temp_path("stuck.fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    // Held open read-write (which never blocks on Linux) and never read: the stuck reader.
-    let reader = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .unwrap();
+    // Never read: the stuck reader.
+    let (fifo, reader) = fifo_with_reader("stuck.fifo");
     let dir = policy_dir(
         "package zabbix.mcp\nimport rego.v1\n\
          decision := {\"allow\": false, \"reasons\": [\"host_get is switched off\"]} if {\n\
@@ -346,18 +353,7 @@ async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
 async fn writes_are_refused_while_the_decision_log_destination_fails() {
     let lab = common::lab(7);
     let (proxy, recorder) = common::recorder::start(&lab.url).await;
-    let fifo = temp_path("gone.fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    // Open read-write (never blocks on Linux) so the sidecar's open finds a reader.
-    let first_reader = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .unwrap();
+    let (fifo, first_reader) = fifo_with_reader("gone.fifo");
     let mut config = config_for(&proxy);
     config.decision_log = DecisionLogSink::File(fifo.clone());
     let guard = start_with(config).await;

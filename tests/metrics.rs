@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use common::metrics::scrape;
 use common::{Guard, config_for, read, seed_id, start_with, temp_path, tool_error};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
-    ProtocolVersion,
+    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -260,12 +258,7 @@ struct Decliner;
 
 impl ClientHandler for Decliner {
     fn get_info(&self) -> ClientConfig {
-        let elicitation = ElicitationCapability::new().with_form(FormElicitationCapability::new());
-        let capabilities = ClientCapabilities::builder()
-            .enable_elicitation_with(elicitation)
-            .build();
-        ClientConfig::new(capabilities, Implementation::new("metrics-tests", "1.0"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        common::form_elicitation_client("metrics-tests")
     }
 
     async fn create_elicitation(

@@ -1,10 +1,7 @@
 //! A decision holds for the caller it saw: a write that waited for its in-client approval
 //! looks the caller up again before it is sent, as it does its targets.
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
-};
+use rmcp::model::{CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult};
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::json;
@@ -34,13 +31,7 @@ struct Approver {
 
 impl ClientHandler for Approver {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = ClientCapabilities::builder()
-            .enable_elicitation_with(
-                ElicitationCapability::new().with_form(FormElicitationCapability::new()),
-            )
-            .build();
-        ClientConfig::new(capabilities, Implementation::new("approval-tests", "1.0"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        common::form_elicitation_client("approval-tests")
     }
 
     async fn create_elicitation(
@@ -135,14 +126,10 @@ async fn refused_after_the_yes(lab: Lab, user: TestUser, writers: String) {
             .any(|l| l["event"] == "caller" && l["data"]["outcome"] == "changed"),
         "a caller event in the decision log"
     );
-    let acks = admin(
-        &lab,
-        "event.get",
-        json!({"eventids": [event], "output": ["eventid"], "selectAcknowledges": ["message"]}),
-    )
-    .await;
     assert!(
-        !acks.to_string().contains(&message),
+        !common::zapi::acknowledgements(&lab, &event)
+            .await
+            .contains(&message),
         "Zabbix {}: the annotation reached Zabbix",
         lab.major
     );

@@ -4,10 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
-};
+use rmcp::model::{CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult};
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -39,13 +36,7 @@ struct Agent {
 
 impl ClientHandler for Agent {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = ClientCapabilities::builder()
-            .enable_elicitation_with(
-                ElicitationCapability::new().with_form(FormElicitationCapability::new()),
-            )
-            .build();
-        ClientConfig::new(capabilities, Implementation::new("approval-tests", "1.0"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        common::form_elicitation_client("approval-tests")
     }
 
     async fn create_elicitation(

@@ -25,8 +25,8 @@ use std::path::PathBuf;
 use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -251,6 +251,17 @@ pub fn client_info(version: ProtocolVersion) -> ClientConfig {
 }
 
 /// A real MCP client (protocol 2025-11-25) using `token`.
+/// What a test's MCP client that answers form elicitations (approvals in the client)
+/// says of itself, at protocol 2025-11-25.
+pub fn form_elicitation_client(name: &str) -> ClientConfig {
+    let elicitation = ElicitationCapability::new().with_form(FormElicitationCapability::new());
+    let capabilities = ClientCapabilities::builder()
+        .enable_elicitation_with(elicitation)
+        .build();
+    ClientConfig::new(capabilities, Implementation::new(name, "1.0"))
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+}
+
 pub async fn client(guard: &Guard, token: &str) -> Client {
     client_with(guard, token, ProtocolVersion::V_2025_11_25).await
 }

@@ -144,3 +144,15 @@ impl TestUser {
         admin(lab, "role.delete", json!([self.roleid])).await;
     }
 }
+
+/// The messages of the acknowledgements of `event` as Zabbix keeps them (one JSON text):
+/// to tell whether an annotation reached Zabbix.
+pub async fn acknowledgements(lab: &Lab, event: &str) -> String {
+    admin(
+        lab,
+        "event.get",
+        json!({"eventids": [event], "output": ["eventid"], "selectAcknowledges": ["message"]}),
+    )
+    .await
+    .to_string()
+}

@@ -173,14 +173,10 @@ async fn refused_now(lab: Lab, user: TestUser) {
         refused.get("decision_id").is_none(),
         "not decided: {refused}"
     );
-    let acks = common::zapi::admin(
-        &lab,
-        "event.get",
-        json!({"eventids": [event], "output": ["eventid"], "selectAcknowledges": ["message"]}),
-    )
-    .await;
     assert!(
-        !acks.to_string().contains(&message),
+        !common::zapi::acknowledgements(&lab, &event)
+            .await
+            .contains(&message),
         "Zabbix {}: sent",
         lab.major
     );

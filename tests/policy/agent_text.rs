@@ -1,0 +1,151 @@
+//! Policies that run builtins on the agent's own text: what would allocate without bound,
+//! compute for minutes, panic inside regorus or fail is a denial with a decision line, and
+//! the sidecar goes on serving.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{self, Guard, read, start_with, tool_error};
+use crate::{config, log_lines, policy_dir};
+
+/// A sidecar on the 7.0 lab whose only policy denies what `deny_rules` (Rego rules of a
+/// `deny` set) hold, with Admin's client, and its decision log.
+async fn denying(deny_rules: &str) -> (Guard, common::Client, PathBuf) {
+    let lab = common::lab(7);
+    let rego = format!(
+        "package zabbix.mcp\nimport rego.v1\ndefault allow := false\n{deny_rules}\n\
+         allow if count(deny) == 0\ndecision := {{\"allow\": allow, \"reasons\": deny}}\n"
+    );
+    let dir = policy_dir(None, &[("p.rego", rego)]);
+    let (config, log) = config(&lab, &dir);
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &lab.token).await;
+    (guard, client, log)
+}
+
+/// `err`'s first reason, after checking it is a denial.
+fn denied_for(err: &Value) -> String {
+    assert_eq!(err["code"], "denied", "{err}");
+    err["data"]["reasons"][0].as_str().unwrap().to_owned()
+}
+
+async fn logged_denial(log: &std::path::Path, err: &Value) {
+    let id = err["decision_id"].as_str().unwrap().to_owned();
+    common::wait_until(
+        "the denial is logged",
+        Duration::from_secs(10),
+        async || {
+            log_lines(log)
+                .iter()
+                .any(|l| l["decision_id"] == id.as_str() && l["decision"]["allow"] == false)
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_range_over_agent_arguments_is_refused_not_allocated() {
+    let (guard, client, log) = denying(
+        "deny contains \"window too wide\" if {\n\
+            input.tool.name == \"history_get\"\n\
+            count(numbers.range(input.arguments.time_from, input.arguments.time_till)) > 86401\n\
+        }",
+    )
+    .await;
+    let args =
+        json!({"itemids": ["1"], "type": "float", "time_from": 0, "time_till": 2_147_483_647});
+    let err = tool_error(&client, "history_get", args).await;
+    let reason = denied_for(&err);
+    assert!(reason.contains("memory limit"), "{reason}");
+    read(&client, "host_get", json!({"limit": 1})).await;
+    logged_denial(&log, &err).await;
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn a_panic_inside_regorus_denies_the_call_and_is_logged() {
+    // regorus panics on a time.format layout with a letter outside ASCII: here the agent's.
+    let (guard, client, log) = denying(
+        "deny contains \"no date in search\" if {\n\
+            input.tool.name == \"host_get\"\n\
+            count(time.format([0, \"UTC\", input.arguments.search])) == 0\n\
+        }",
+    )
+    .await;
+    // Before: "the request's task ended without an answer", and no decision line.
+    let err = tool_error(&client, "host_get", json!({"search": "é", "limit": 1})).await;
+    let reason = denied_for(&err);
+    assert!(
+        reason.starts_with("policy evaluation failed: the policy engine panicked"),
+        "{reason}"
+    );
+    // The session and the runtime thread's next evaluation go on.
+    read(&client, "host_get", json!({"search": "web", "limit": 1})).await;
+    logged_denial(&log, &err).await;
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn units_and_prefixes_in_agent_text_are_refused_not_computed() {
+    let (guard, client, _log) = denying(
+        "deny contains \"search names too much\" if {\n\
+            input.tool.name == \"host_get\"\n\
+            units.parse(input.arguments.search) > 1000000\n\
+        }\n\
+        deny contains \"search spans too many addresses\" if {\n\
+            input.tool.name == \"hostgroup_get\"\n\
+            count(net.cidr_expand(input.arguments.search)) > 256\n\
+        }",
+    )
+    .await;
+    let reason = async |tool: &str, search: &str| {
+        denied_for(&tool_error(&client, tool, json!({"search": search, "limit": 1})).await)
+    };
+    assert_eq!(reason("host_get", "5M").await, "search names too much");
+    assert_eq!(
+        reason("hostgroup_get", "10.0.0.0/23").await,
+        "search spans too many addresses"
+    );
+    // Before: regorus computed 10^999999999 on the runtime's one thread (minutes; /readyz
+    // did not answer meanwhile), and listed 16777216 addresses (39 s, debug build).
+    for (tool, search) in [
+        ("host_get", "1e999999999"),
+        ("hostgroup_get", "10.0.0.0/8"),
+        ("hostgroup_get", "::/0"),
+    ] {
+        let reason = reason(tool, search).await;
+        assert!(reason.contains("memory limit"), "{search}: {reason}");
+    }
+    let ready = reqwest::get(format!("{}/readyz", guard.base))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    guard.stop().await;
+}
+
+#[tokio::test]
+async fn a_builtin_error_on_agent_text_denies_instead_of_skipping_a_rule() {
+    let (guard, client, _log) = denying(
+        "deny contains \"search names more than a day\" if {\n\
+            input.tool.name == \"host_get\"\n\
+            time.parse_duration_ns(input.arguments.search) > 86400000000000\n\
+        }",
+    )
+    .await;
+    read(&client, "host_get", json!({"search": "1h", "limit": 1})).await;
+    let err = tool_error(&client, "host_get", json!({"search": "48h", "limit": 1})).await;
+    assert_eq!(denied_for(&err), "search names more than a day");
+    // Before: the builtin's error read as undefined, the deny rule did not hold, and the
+    // call went through to Zabbix.
+    for search in ["forever", "1é"] {
+        let err = tool_error(&client, "host_get", json!({"search": search, "limit": 1})).await;
+        let reason = denied_for(&err);
+        assert!(
+            reason.starts_with("policy evaluation failed"),
+            "{search}: {reason}"
+        );
+    }
+    guard.stop().await;
+}
