@@ -312,16 +312,11 @@ async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
         message.contains("decision log is not keeping up"),
         "{refused}"
     );
-    let sent = |recorder: &common::recorder::Recorder| {
-        recorder
-            .bodies
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|b| b.contains("event.acknowledge"))
-            .count()
-    };
-    assert_eq!(sent(&recorder), 0, "nothing was sent to Zabbix");
+    assert_eq!(
+        recorder.sent("event.acknowledge"),
+        0,
+        "nothing was sent to Zabbix"
+    );
     common::read(&client, "problem_get", json!({"limit": 1})).await;
 
     // The reader drains the pipe: the queue empties and writes are taken again.
@@ -339,7 +334,7 @@ async fn writes_are_refused_while_the_decision_log_cannot_keep_up() {
         },
     )
     .await;
-    assert_eq!(sent(&recorder), 1);
+    assert_eq!(recorder.sent("event.acknowledge"), 1);
     guard.stop().await;
 }
 
@@ -378,16 +373,11 @@ async fn writes_are_refused_while_the_decision_log_destination_fails() {
     let ack = json!({"eventids": [event], "message": "unlogged while the log fails?"});
     let refused = common::tool_error(&client, "problem_acknowledge", ack.clone()).await;
     assert_eq!(refused["code"], "overloaded", "{refused}");
-    let sent = |recorder: &common::recorder::Recorder| {
-        recorder
-            .bodies
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|b| b.contains("event.acknowledge"))
-            .count()
-    };
-    assert_eq!(sent(&recorder), 0, "nothing was sent to Zabbix");
+    assert_eq!(
+        recorder.sent("event.acknowledge"),
+        0,
+        "nothing was sent to Zabbix"
+    );
     let failed = guard.app().decisions.write_errors();
     common::read(&client, "host_get", json!({"limit": 1})).await;
     // Its two lines (decision, result) were tried and failed: nothing is left queued.
@@ -417,7 +407,7 @@ async fn writes_are_refused_while_the_decision_log_destination_fails() {
     .await;
     let ok = common::call(&client, "problem_acknowledge", ack).await;
     assert_ne!(ok.is_error, Some(true), "{ok:?}");
-    assert_eq!(sent(&recorder), 1);
+    assert_eq!(recorder.sent("event.acknowledge"), 1);
     zabbix_mcp_guard::policy::flush_decision_logs();
     let mut bytes = Vec::new();
     common::wait_until("the gap's line read", Duration::from_secs(10), async || {

@@ -19,6 +19,13 @@ impl Recorder {
     pub fn taken(&self) -> Vec<String> {
         std::mem::take(&mut *self.bodies.lock().unwrap())
     }
+
+    /// How many requests calling the Zabbix API method `method` went through so far.
+    pub fn sent(&self, method: &str) -> usize {
+        let needle = format!("\"method\":\"{method}\"");
+        let bodies = self.bodies.lock().unwrap();
+        bodies.iter().filter(|b| b.contains(&needle)).count()
+    }
 }
 
 /// Starts the proxy; returns its URL (same path as `upstream`) and the recorder.

@@ -62,17 +62,6 @@ fn decision_log(config: &Config) -> PathBuf {
     }
 }
 
-fn sent(recorder: &recorder::Recorder, method: &str) -> usize {
-    let needle = format!("\"method\":\"{method}\"");
-    recorder
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|b| b.contains(&needle))
-        .count()
-}
-
 /// Calls `host_get` until the first refusal (at most `max` calls): the successes before
 /// it, and the refusal's error body.
 async fn until_refused(client: &common::Client, max: usize) -> (usize, Value) {
@@ -122,7 +111,7 @@ async fn over_the_policy_rate_nothing_reaches_zabbix_and_the_budget_comes_back()
     assert!((1..=3).contains(&retry), "{body}");
     assert!(body["message"].as_str().unwrap().contains("retry after"));
     assert_eq!(
-        sent(&recorder, "host.get"),
+        recorder.sent("host.get"),
         passed,
         "the refused call was not sent"
     );
@@ -178,7 +167,7 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         (1700..=1800).contains(&retry),
         "one call back every 1800 s: {body}"
     );
-    assert_eq!(sent(&recorder, "host.get"), 2);
+    assert_eq!(recorder.sent("host.get"), 2);
 
     // One budget per caller whatever the tool, resource reads included.
     let other = common::tool_error(&client, "hostgroup_get", json!({})).await;
@@ -195,16 +184,12 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         text.contains("rate_limited") && text.contains("retry_after_seconds"),
         "{text}"
     );
-    assert_eq!(
-        sent(&recorder, "host.get"),
-        2,
-        "nothing more reached Zabbix"
-    );
+    assert_eq!(recorder.sent("host.get"), 2, "nothing more reached Zabbix");
 
     // A write looks its caller and its targets up in Zabbix before it is decided: over
     // `RateLimit`, it is refused first, so no lookup reaches Zabbix either (before, each
     // one did).
-    let identity_lookups = sent(&recorder, "usergroup.get");
+    let identity_lookups = recorder.sent("usergroup.get");
     for n in 0..5 {
         let ids = json!([format!("99999{n}1"), format!("99999{n}2")]);
         let args = json!({"eventids": ids, "message": "over budget"});
@@ -220,12 +205,12 @@ async fn the_rate_limit_parameter_beats_a_generous_policy() {
         assert!(rate_limited_event(&log, id).is_some());
     }
     assert_eq!(
-        sent(&recorder, "event.get"),
+        recorder.sent("event.get"),
         0,
         "no target lookup reached Zabbix"
     );
     assert_eq!(
-        sent(&recorder, "usergroup.get"),
+        recorder.sent("usergroup.get"),
         identity_lookups,
         "no caller lookup reached Zabbix"
     );
@@ -475,7 +460,7 @@ async fn without_redis_calls_are_refused() {
         "{message}"
     );
     assert!(message.contains("nothing was sent to Zabbix"), "{message}");
-    assert_eq!(sent(&recorder, "host.get"), 0);
+    assert_eq!(recorder.sent("host.get"), 0);
     let id = body["decision_id"].as_str().unwrap();
     let failed = common::decision_log_lines(&log)
         .into_iter()

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use serde_json::json;
 
 use crate::common::{self, recorder};
-use crate::{WAIT, config, fresh_window, gated_stub, hold_one, policy_with_rate, sent};
+use crate::{WAIT, config, fresh_window, gated_stub, hold_one, policy_with_rate};
 
 #[tokio::test]
 async fn replicas_sharing_redis_share_one_budget() {
@@ -40,7 +40,7 @@ async fn replicas_sharing_redis_share_one_budget() {
         body["data"]["retry_after_seconds"].as_u64().unwrap() > 1000,
         "{body}"
     );
-    assert_eq!(sent(&recorder, "host.get"), 3);
+    assert_eq!(recorder.sent("host.get"), 3);
     a.stop().await;
     b.stop().await;
 }
