@@ -208,6 +208,26 @@ fn refuse(builtin: &'static str, usage: u64, limit: u64) -> anyhow::Error {
     LimitError::MemoryLimitExceeded { usage, limit }.into()
 }
 
+/// A wrapper of the builtin `$builtin` that takes one text: `$check(builtin, text)` reads
+/// the text first and refuses it, or the builtin runs. (Builtins are plain `fn`s, so each
+/// wrapper is one.)
+macro_rules! text_checked {
+    ($wrapper:ident, $builtin:expr, $check:expr) => {
+        pub(super) fn $wrapper(
+            span: &Span,
+            params: &[Ref<Expr>],
+            args: &[Value],
+            strict: bool,
+        ) -> anyhow::Result<Value> {
+            if let [Value::String(text)] = args {
+                $check($builtin, text)?;
+            }
+            super::original($builtin)?(span, params, args, strict)
+        }
+    };
+}
+use text_checked;
+
 fn original(name: &str) -> anyhow::Result<Builtin> {
     BUILTINS
         .get(name)

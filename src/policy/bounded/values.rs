@@ -8,7 +8,7 @@
 use regorus::Value;
 use regorus::unstable::{Expr, Ref, Span};
 
-use super::{MAX_RANGE_ELEMENTS, original, refuse};
+use super::{MAX_RANGE_ELEMENTS, refuse, text_checked};
 
 pub(super) const UNITS_PARSE: &str = "units.parse";
 pub(super) const UNITS_PARSE_BYTES: &str = "units.parse_bytes";
@@ -18,41 +18,9 @@ pub(super) const CIDR_EXPAND: &str = "net.cidr_expand";
 /// may write: far above any quantity (10^308 is past a float), far below slow arithmetic.
 pub(crate) const MAX_UNITS_DIGITS: u64 = 1000;
 
-pub(super) fn units_parse(
-    span: &Span,
-    params: &[Ref<Expr>],
-    args: &[Value],
-    strict: bool,
-) -> anyhow::Result<Value> {
-    if let [Value::String(text)] = args {
-        check_units(UNITS_PARSE, text)?;
-    }
-    original(UNITS_PARSE)?(span, params, args, strict)
-}
-
-pub(super) fn units_parse_bytes(
-    span: &Span,
-    params: &[Ref<Expr>],
-    args: &[Value],
-    strict: bool,
-) -> anyhow::Result<Value> {
-    if let [Value::String(text)] = args {
-        check_units(UNITS_PARSE_BYTES, text)?;
-    }
-    original(UNITS_PARSE_BYTES)?(span, params, args, strict)
-}
-
-pub(super) fn cidr_expand(
-    span: &Span,
-    params: &[Ref<Expr>],
-    args: &[Value],
-    strict: bool,
-) -> anyhow::Result<Value> {
-    if let [Value::String(cidr)] = args {
-        check_cidr(cidr)?;
-    }
-    original(CIDR_EXPAND)?(span, params, args, strict)
-}
+text_checked!(units_parse, UNITS_PARSE, check_units);
+text_checked!(units_parse_bytes, UNITS_PARSE_BYTES, check_units);
+text_checked!(cidr_expand, CIDR_EXPAND, check_cidr);
 
 /// The number is what regorus reads: the text up to its last ASCII digit. Its length and
 /// every exponent in it (after an `e` or `E`, read with the `_` regorus drops) must stay
@@ -90,13 +58,13 @@ fn exponent_after(text: &str) -> u64 {
 /// parsed (regorus' parser takes forms the standard library does not, `010.0.0.0/8`): text
 /// with a `:` is IPv6. A prefix length that is no number is refused here too, rather than
 /// guessed at.
-fn check_cidr(cidr: &str) -> anyhow::Result<()> {
+fn check_cidr(builtin: &'static str, cidr: &str) -> anyhow::Result<()> {
     let bits: u32 = if cidr.contains(':') { 128 } else { 32 };
     let Some(prefix) = cidr
         .rsplit_once('/')
         .and_then(|(_, prefix)| prefix.parse::<u32>().ok())
     else {
-        anyhow::bail!("{CIDR_EXPAND}: not a CIDR (address/prefix length)");
+        anyhow::bail!("{builtin}: not a CIDR (address/prefix length)");
     };
     // A prefix longer than the address is the builtin's own error.
     let Some(free) = bits.checked_sub(prefix) else {
@@ -106,12 +74,12 @@ fn check_cidr(cidr: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     let addresses = if free < 64 { 1u64 << free } else { u64::MAX };
-    Err(refuse(CIDR_EXPAND, addresses, MAX_RANGE_ELEMENTS))
+    Err(refuse(builtin, addresses, MAX_RANGE_ELEMENTS))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{check_cidr, check_units};
+    use super::{CIDR_EXPAND, check_cidr, check_units};
 
     #[test]
     fn units_and_prefixes_past_their_bounds_are_refused_before_regorus_reads_them() {
@@ -143,7 +111,7 @@ mod tests {
             "::ffff:10.0.0.0/120",
             "10.0.0.0/40",
         ] {
-            assert!(check_cidr(ok).is_ok(), "{ok}");
+            assert!(check_cidr(CIDR_EXPAND, ok).is_ok(), "{ok}");
         }
         for past in [
             "10.0.0.0/15",
@@ -152,9 +120,9 @@ mod tests {
             "::/0",
             "::ffff:10.0.0.0/104",
         ] {
-            let err = check_cidr(past).expect_err("past the bound");
+            let err = check_cidr(CIDR_EXPAND, past).expect_err("past the bound");
             assert!(err.to_string().contains("memory limit"), "{past}: {err}");
         }
-        assert!(check_cidr("10.0.0.0").is_err());
+        assert!(check_cidr(CIDR_EXPAND, "10.0.0.0").is_err());
     }
 }
