@@ -271,26 +271,34 @@ mod tests {
     use crate::policy::source::{Files, PolicySources};
 
     /// `interpreter`: a rule reading `data` as a whole, which the VM does not compile.
-    fn compile(decision: &str, interpreter: bool) -> PolicySet {
+    /// `rules` in a policy of their own, where `open` is true (on the interpreter, read
+    /// from data: a policy with data falls back to it), compiled on the VM or not.
+    fn compile_rules(rules: &str, interpreter: bool) -> PolicySet {
         let dir = temp_dir("bounded");
         let extra = if interpreter {
-            "\nopen := object.get(data, \"open\", true)\n"
+            "open := object.get(data, \"open\", true)"
         } else {
-            "\nopen := true\n"
+            "open := true"
         };
-        let policy = format!(
-            "package zabbix.mcp\nimport rego.v1\n{extra}\
-             wide if count(numbers.range(input.from, input.to)) > 10\n\
-             narrow if not wide\n\
-             stepped if count(numbers.range_step(input.from, input.to, input.step)) > 0\n\
-             {decision}\n"
-        );
+        let policy = format!("package zabbix.mcp\nimport rego.v1\n{extra}\n{rules}\n");
         fs::write(dir.join("p.rego"), policy).expect("write");
         let sources = PolicySources::read(&dir, Files::Policies).expect("read");
         fs::remove_dir_all(&dir).ok();
         let set = PolicySet::compile(&sources).expect("compiles");
         assert_eq!(set.uses_vm(), !interpreter);
         set
+    }
+
+    fn compile(decision: &str, interpreter: bool) -> PolicySet {
+        compile_rules(
+            &format!(
+                "wide if count(numbers.range(input.from, input.to)) > 10\n\
+                 narrow if not wide\n\
+                 stepped if count(numbers.range_step(input.from, input.to, input.step)) > 0\n\
+                 {decision}"
+            ),
+            interpreter,
+        )
     }
 
     fn eval(set: &PolicySet, from: i64, to: i64, step: i64) -> Result<Value, PolicyError> {
@@ -323,24 +331,14 @@ mod tests {
     #[test]
     fn sprintf_widths_past_the_bound_are_errors_not_allocations() {
         for interpreter in [false, true] {
-            let dir = temp_dir("bounded-sprintf");
-            let extra = if interpreter {
-                "open := object.get(data, \"open\", true)"
-            } else {
-                "open := true"
-            };
-            let policy = format!(
-                "package zabbix.mcp\nimport rego.v1\n{extra}\n\
-                 text := sprintf(input.format, [7])\n\
+            let set = compile_rules(
+                "text := sprintf(input.format, [7])\n\
                  short if count(text) < 100\n\
                  default long := false\n\
                  long if not short\n\
-                 decision := {{\"allow\": open, \"text\": text, \"long\": long}}\n"
+                 decision := {\"allow\": open, \"text\": text, \"long\": long}",
+                interpreter,
             );
-            fs::write(dir.join("p.rego"), policy).expect("write");
-            let sources = PolicySources::read(&dir, Files::Policies).expect("read");
-            fs::remove_dir_all(&dir).ok();
-            let set = PolicySet::compile(&sources).expect("compiles");
             let eval = |format: &str| {
                 let input = serde_json::json!({ "format": format }).to_string();
                 set.evaluate(Value::from_json_str(&input).expect("json"))
@@ -402,26 +400,15 @@ mod tests {
     #[test]
     fn units_prefixes_durations_and_counts_on_agent_text() {
         for interpreter in [false, true] {
-            let dir = temp_dir("bounded-text");
-            let extra = if interpreter {
-                "open := object.get(data, \"open\", true)"
-            } else {
-                "open := true"
-            };
-            let policy = format!(
-                "package zabbix.mcp\nimport rego.v1\n{extra}\n\
-                 x := units.parse(input.s) if input.f == \"units\"\n\
+            let set = compile_rules(
+                "x := units.parse(input.s) if input.f == \"units\"\n\
                  x := units.parse_bytes(input.s) if input.f == \"bytes\"\n\
                  x := count(net.cidr_expand(input.s)) if input.f == \"cidr\"\n\
                  x := time.parse_duration_ns(input.s) if input.f == \"duration\"\n\
                  x := strings.count(input.s, \"\") if input.f == \"count\"\n\
-                 decision := {{\"allow\": open, \"x\": x}}\n"
+                 decision := {\"allow\": open, \"x\": x}",
+                interpreter,
             );
-            fs::write(dir.join("p.rego"), policy).expect("write");
-            let sources = PolicySources::read(&dir, Files::Policies).expect("read");
-            fs::remove_dir_all(&dir).ok();
-            let set = PolicySet::compile(&sources).expect("compiles");
-            assert_eq!(set.uses_vm(), !interpreter);
             let eval = |f: &str, s: &str| {
                 let input = serde_json::json!({ "f": f, "s": s }).to_string();
                 set.evaluate(Value::from_json_str(&input).expect("json"))
