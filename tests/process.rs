@@ -81,11 +81,7 @@ fn a_panic_is_one_escaped_line_of_the_log() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("listening")
-    });
+    common::wait_listening(&log);
     let forged = "FORGED zabbix_mcp_guard::lifecycle: all is well";
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
@@ -139,11 +135,7 @@ fn serves_calls_with(workers: &str) {
         .env_remove("TOKIO_WORKER_THREADS")
         .spawn()
         .unwrap();
-    common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("listening")
-    });
+    common::wait_listening(&log);
     let text = std::fs::read_to_string(&log).unwrap();
     let started = text
         .lines()
@@ -203,11 +195,7 @@ fn the_open_file_limit_is_raised_to_the_hard_one() {
                 .spawn()
                 .unwrap(),
         );
-        common::wait_until_blocking("the sidecar to start", Duration::from_secs(20), || {
-            std::fs::read_to_string(&log)
-                .unwrap_or_default()
-                .contains("listening")
-        });
+        common::wait_listening(&log);
         let soft = std::fs::read_to_string(format!("/proc/{}/limits", child.0.id()))
             .unwrap()
             .lines()

@@ -179,6 +179,19 @@ pub fn binary(frontend_url: &str, port: u16, log: &std::path::Path) -> std::proc
     command
 }
 
+/// Waits until the binary started by [`binary`] logged to `log` that it listens.
+pub fn wait_listening(log: &std::path::Path) {
+    wait_until_blocking(
+        "the sidecar to start",
+        std::time::Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .contains("listening")
+        },
+    );
+}
+
 /// A spawned process (the binary, a client), killed and reaped on every exit path of the
 /// test.
 pub struct Running(pub std::process::Child);

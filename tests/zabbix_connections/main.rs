@@ -143,29 +143,28 @@ async fn respond(stream: &mut TcpStream, answer: &[u8]) {
 /// Answers one request as if keeping the connection, then waits for the next one and
 /// closes with it unread (the client gets a reset after its bytes went out).
 async fn close_as_next_arrives(mut stream: TcpStream, seen: &Seen) {
-    let Some(body) = read_request(&mut stream).await else {
-        return;
-    };
-    let (method, answer) = answer(&body);
-    seen.requests
-        .lock()
-        .unwrap()
-        .push((Version::HTTP_11, method));
-    respond(&mut stream, &answer).await;
-    let _ = stream.readable().await;
+    if answer_one(&mut stream, seen).await {
+        let _ = stream.readable().await;
+    }
 }
 
 /// Reads one request, answers it as if keeping the connection, and closes.
 async fn answer_once_and_close(mut stream: TcpStream, seen: &Seen) {
-    let Some(body) = read_request(&mut stream).await else {
-        return;
+    answer_one(&mut stream, seen).await;
+}
+
+/// Reads one request and answers it as if keeping the connection; false when none came.
+async fn answer_one(stream: &mut TcpStream, seen: &Seen) -> bool {
+    let Some(body) = read_request(stream).await else {
+        return false;
     };
     let (method, answer) = answer(&body);
     seen.requests
         .lock()
         .unwrap()
         .push((Version::HTTP_11, method));
-    respond(&mut stream, &answer).await;
+    respond(stream, &answer).await;
+    true
 }
 
 /// A keep-alive frontend out of step with its connection, once: to the second request on
