@@ -5,6 +5,7 @@
 pub mod fault;
 pub mod hangup;
 pub mod metrics;
+pub mod process;
 pub mod recorder;
 pub mod redis_server;
 pub mod stub;
@@ -17,6 +18,10 @@ pub mod zapi;
 // Scratch directories as src's unit tests keep them: one root per test process.
 #[path = "../../src/scratch.rs"]
 mod scratch;
+
+// Used through `common::` by the tests that spawn the binary.
+#[allow(unused_imports)]
+pub use process::{Running, binary, signal, terminate, wait_listening};
 pub(crate) use scratch::dir as scratch_dir;
 
 use std::collections::HashMap;
@@ -160,69 +165,6 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// The released binary in front of `frontend_url`, on 127.0.0.1:`port` (allowed from
-/// loopback), logging to the file `log`; the caller adds its own flags and spawns it.
-pub fn binary(frontend_url: &str, port: u16, log: &std::path::Path) -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"));
-    command
-        .args(["--frontend-url", frontend_url, "--allowed-ip", "127.0.0.1"])
-        .args([
-            "--listen-ip",
-            "127.0.0.1",
-            "--listen-port",
-            &port.to_string(),
-        ])
-        .args(["--log-type", "file"])
-        .arg("--log-file")
-        .arg(log)
-        .env_remove("RUST_LOG");
-    command
-}
-
-/// Waits until the binary started by [`binary`] logged to `log` that it listens.
-pub fn wait_listening(log: &std::path::Path) {
-    wait_until_blocking(
-        "the sidecar to start",
-        std::time::Duration::from_secs(20),
-        || {
-            std::fs::read_to_string(log)
-                .unwrap_or_default()
-                .contains("listening")
-        },
-    );
-}
-
-/// A spawned process (the binary, a client), killed and reaped on every exit path of the
-/// test.
-pub struct Running(pub std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Sends the signal `name` (`HUP`, `TERM`, …) to `child`.
-pub fn signal(child: &std::process::Child, name: &str) {
-    let sent = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(sent.success(), "kill -{name}");
-}
-
-/// Sends the binary SIGTERM (its graceful shutdown) and waits for it to exit.
-pub fn terminate(child: &mut std::process::Child) -> std::io::Result<std::process::ExitStatus> {
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()?;
-    if !sent.success() {
-        return Err(std::io::Error::other(format!("kill -TERM: {sent}")));
-    }
-    child.wait()
-}
-
 /// A fresh path (not made yet) in a directory of its own, unique per call.
 pub fn temp_path(name: &str) -> PathBuf {
     scratch_dir(name).join(name)
@@ -263,7 +205,6 @@ pub fn client_info(version: ProtocolVersion) -> ClientConfig {
     .with_protocol_version(version)
 }
 
-/// A real MCP client (protocol 2025-11-25) using `token`.
 /// What a test's MCP client that answers form elicitations (approvals in the client)
 /// says of itself, at protocol 2025-11-25.
 pub fn form_elicitation_client(name: &str) -> ClientConfig {
@@ -275,6 +216,7 @@ pub fn form_elicitation_client(name: &str) -> ClientConfig {
         .with_protocol_version(ProtocolVersion::V_2025_11_25)
 }
 
+/// A real MCP client (protocol 2025-11-25) using `token`.
 pub async fn client(guard: &Guard, token: &str) -> Client {
     client_with(guard, token, ProtocolVersion::V_2025_11_25).await
 }
