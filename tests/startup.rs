@@ -26,20 +26,10 @@ impl Sidecar {
     fn start(frontend_url: &str, extra: &[&str]) -> Sidecar {
         let log = common::temp_path("guard.log");
         let port = common::free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_zabbix-mcp-guard"))
-            .args(["--frontend-url", frontend_url, "--allowed-ip", "127.0.0.1"])
-            .args([
-                "--listen-ip",
-                "127.0.0.1",
-                "--listen-port",
-                &port.to_string(),
-            ])
-            .args(["--log-type", "file", "--log-file"])
-            .arg(&log)
+        let child = common::binary(frontend_url, port, &log)
             .arg("--decision-log")
             .arg(log.with_file_name("decisions.log"))
             .args(extra)
-            .env_remove("RUST_LOG")
             .env_remove("ZABBIX_MCP_GUARD_POLICY_DIR")
             .current_dir(log.parent().unwrap_or(Path::new("/")))
             .stdout(Stdio::null())

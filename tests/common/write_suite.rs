@@ -58,13 +58,7 @@ pub async fn problem_tools(target: &Target<'_>) {
     let lab = target.lab;
     let guard = start_with(config_for(target.url)).await;
     let client = common::client(&guard, &lab.token).await;
-    let tools: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = common::tool_names(&client).await;
     for name in [
         "problem_acknowledge",
         "problem_unacknowledge",
