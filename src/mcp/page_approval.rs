@@ -175,6 +175,20 @@ async fn redeem(
         );
         return Err(ApprovalError::TargetsChanged(why.to_owned()).into());
     }
+    if record.input.caller != call.input.caller {
+        // The approver and the `approve` phase judged the caller as they were when approval
+        // was asked (the page holds no credential to look them up with); the retry's caller
+        // is as Zabbix gives them now. Only that same caller's call is sent.
+        expire(app, record, From::Approved, now).await?;
+        let why =
+            "the caller's user, role or user groups are no longer those the approval was asked for";
+        app.decisions.event(
+            &call.decision.decision_id,
+            "caller",
+            json!({"outcome": "changed", "reason": why, "approval_id": record.id}),
+        );
+        return Err(ApprovalError::CallerChanged.into());
+    }
     let redeemed = app
         .store
         .transition(
