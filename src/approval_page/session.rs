@@ -60,7 +60,7 @@ pub(crate) struct Session {
 /// Sessions and the failed sign-in counters of this replica.
 pub(crate) struct Sessions {
     sessions: Cache<String, Arc<Session>>,
-    /// Failed sign-ins by client address.
+    /// Failed sign-ins by client address (an IPv6 client's /64: [`address_key`]).
     by_address: Cache<String, u32>,
     /// Wrong passwords sent to Zabbix by username, as typed.
     by_username: Cache<String, u32>,
@@ -148,7 +148,7 @@ impl Sessions {
             .saturating_sub(1);
         let mut counts = vec![Count {
             failures: &self.by_address,
-            key: peer.to_string(),
+            key: address_key(peer),
             max: MAX_FAILURES_PER_ADDRESS,
             username: false,
         }];
@@ -332,6 +332,13 @@ async fn take_places(counts: &[Count<'_>]) -> Result<(), SignInError> {
         }
     }
     Ok(())
+}
+
+/// Who an address's failed sign-ins count as: an IPv4 address, or the /64 of an IPv6 one,
+/// as on the MCP endpoint (`crate::server::rejected`): one host can hold a whole /64 and
+/// pick a new address per attempt, which per address made the limit none.
+fn address_key(peer: IpAddr) -> String {
+    crate::server::rejected::source_key(peer)
 }
 
 /// Gives back the places an attempt took among the failures (it did not fail).
@@ -522,4 +529,49 @@ pub(crate) fn same_secret(a: &str, b: &str) -> bool {
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use moka::future::Cache;
+
+    use super::{Count, MAX_FAILURES_PER_ADDRESS, SignInError, address_key, take_places};
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_ipv6_client_is_counted_by_its_64() {
+        let failures = Cache::builder().build();
+        let attempt = |peer: IpAddr| {
+            let failures = &failures;
+            async move {
+                let counts = [Count {
+                    failures,
+                    key: address_key(peer),
+                    max: MAX_FAILURES_PER_ADDRESS,
+                    username: false,
+                }];
+                take_places(&counts).await
+            }
+        };
+        // A new address of one /64 for every attempt: held once the /64 has its 20.
+        for n in 1..=MAX_FAILURES_PER_ADDRESS {
+            let peer = ip(&format!("2001:db8:0:7:{n:x}::1"));
+            assert!(attempt(peer).await.is_ok(), "attempt {n}");
+        }
+        let held = attempt(ip("2001:db8:0:7:ffff:ffff:ffff:fffe")).await;
+        assert!(matches!(held, Err(SignInError::AddressHeld)), "{held:?}");
+        // The next /64 and IPv4 clients are others.
+        assert!(attempt(ip("2001:db8:0:8::1")).await.is_ok());
+        assert!(attempt(ip("192.0.2.7")).await.is_ok());
+        // An IPv4 client on a :: listener is its IPv4 address.
+        assert_eq!(
+            address_key(ip("::ffff:192.0.2.7")),
+            address_key(ip("192.0.2.7"))
+        );
+    }
 }
