@@ -8,7 +8,6 @@
 //! (`USERNAME_WINDOW`), and failed sign-ins per client address.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -35,8 +34,6 @@ const ADDRESS_WINDOW: Duration = Duration::from_secs(300);
 /// keeps trying keeps the page's hold, never adding to Zabbix's count). Whoever reaches
 /// the page thus cannot get the account blocked in Zabbix through it alone.
 const USERNAME_WINDOW: Duration = Duration::from_secs(3600);
-/// Zabbix's default `login_attempts`, until a sign-in reads the setting (`settings.get`).
-const ZABBIX_LOGIN_ATTEMPTS: u32 = 5;
 /// Sessions one Zabbix user may hold at once; a sign-in past it ends that user's oldest.
 /// Sign-ins that succeed are not limited otherwise, so without it one token signing in
 /// again and again would fill the sessions every approver shares.
@@ -64,8 +61,6 @@ pub(crate) struct Sessions {
     by_address: Cache<String, u32>,
     /// Wrong passwords sent to Zabbix by username, as typed.
     by_username: Cache<String, u32>,
-    /// Zabbix's `login_attempts` as last read.
-    login_attempts: AtomicU32,
 }
 
 /// What the person typed into the sign-in form.
@@ -91,6 +86,10 @@ pub(crate) enum SignInError {
     /// the page cannot take.
     #[error("the account asks for a second factor")]
     SecondFactor,
+    /// Zabbix's `login_attempts` is not known yet ([`super::LoginAttempts`]): no password
+    /// is sent, as any guess above the installation's gets accounts blocked.
+    #[error("Zabbix's login_attempts is not known yet")]
+    AttemptsUnknown,
     #[error("Zabbix could not be asked: {0}")]
     Upstream(String),
     /// The shared store (Redis) did not answer: no password is sent uncounted.
@@ -127,7 +126,6 @@ impl Sessions {
                 .max_capacity(100_000)
                 .time_to_live(USERNAME_WINDOW)
                 .build(),
-            login_attempts: AtomicU32::new(ZABBIX_LOGIN_ATTEMPTS),
         }
     }
 
@@ -142,10 +140,12 @@ impl Sessions {
         peer: IpAddr,
         credentials: Credentials,
     ) -> Result<String, SignInError> {
-        let most = self
-            .login_attempts
-            .load(Ordering::Relaxed)
-            .saturating_sub(1);
+        let known = app.login_attempts.known();
+        if known.is_none() && matches!(credentials, Credentials::Password { .. }) {
+            tracing::info!(client.address = %peer, "approval page sign-in held: login_attempts unknown");
+            return Err(SignInError::AttemptsUnknown);
+        }
+        let most = known.unwrap_or(1).saturating_sub(1);
         let mut counts = vec![Count {
             failures: &self.by_address,
             key: address_key(peer),
@@ -205,7 +205,7 @@ impl Sessions {
             }
             shared.forget().await;
         }
-        self.read_login_attempts(app, &session.token).await;
+        app.login_attempts.read(app, &session.token).await;
         tracing::info!(
             client.address = %peer,
             user.id = %session.identity.userid,
@@ -215,28 +215,6 @@ impl Sessions {
         let id = random_token();
         self.sessions.insert(id.clone(), Arc::new(session)).await;
         Ok(id)
-    }
-
-    /// Reads Zabbix's `login_attempts` with a sign-in's own session or token (any user may
-    /// in 7.0, super admins only in 6.0); where it cannot, the last value read stands.
-    async fn read_login_attempts(&self, app: &App, token: &ApiToken) {
-        let Ok(version) = app.zabbix.version().await else {
-            return;
-        };
-        let read = app
-            .zabbix
-            .call(
-                Method::SettingsGet,
-                &json!({"output": ["login_attempts"]}),
-                Some((token, version)),
-            )
-            .await;
-        match read.map(|settings| text(&settings, "login_attempts").parse::<u32>()) {
-            // Zabbix takes 1 to 32.
-            Ok(Ok(attempts @ 1..=32)) => self.login_attempts.store(attempts, Ordering::Relaxed),
-            Ok(_) => tracing::info!("approval page: settings.get gave no login_attempts"),
-            Err(error) => tracing::debug!(%error, "approval page: login_attempts not read"),
-        }
     }
 
     /// Ends `userid`'s oldest sessions until one more fits within [`MAX_SESSIONS_PER_USER`].

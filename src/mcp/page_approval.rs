@@ -51,6 +51,9 @@ pub(crate) async fn call(
             reasons: vec!["approval page without approvers".into()],
         });
     };
+    // The page sends no password until it knows how many wrong ones Zabbix takes: the
+    // call that asks is the first credential it sees, ahead of the approver.
+    app.login_attempts.learn(app, &call.caller.token).await;
     let body = stable_body(call, params)?;
     let sha256 = sha256_hex(&body);
     let now = unix_now();
