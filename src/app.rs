@@ -42,6 +42,9 @@ pub struct App {
     /// Tokens Zabbix rejected, per client address: bounds the lookups one address causes;
     /// and those it accepted, which keep working from an address locked out.
     pub(crate) rejected_tokens: RejectedTokens,
+    /// Zabbix's `login_attempts` for the approval page, learned from a page approval's
+    /// caller or a sign-in (`crate::approval_page::LoginAttempts`).
+    pub(crate) login_attempts: crate::approval_page::LoginAttempts,
     pub targets: TargetResolver,
     /// `ToolPrefix` and the exposure rules, with a generation that a reload of the rules
     /// moves on, so that tool lists built under earlier rules are built again.
@@ -171,6 +174,7 @@ impl App {
             zabbix,
             callers: CallerResolver::new(CALLER_CACHE_CAPACITY, CALLER_CACHE_TTL),
             rejected_tokens,
+            login_attempts: crate::approval_page::LoginAttempts::default(),
             targets: TargetResolver,
             exposure: RwLock::new(Arc::new(exposure)),
             exposure_generation: AtomicU64::new(0),

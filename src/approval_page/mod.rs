@@ -4,6 +4,7 @@
 //! Server-rendered HTML, no JavaScript; a strict CSP, CSRF tokens on every form,
 //! `HttpOnly`/`SameSite=Strict` session cookies (`Secure` under TLS).
 
+mod attempts;
 mod decide;
 mod html;
 mod reply;
@@ -27,6 +28,7 @@ use crate::server::body::{BodyBudget, PAGE_BODY_BUDGET_BYTES};
 use crate::server::routes::Body;
 use crate::server::{self, Listener, Routes, ServerError};
 
+pub(crate) use attempts::LoginAttempts;
 use session::Sessions;
 
 /// State of the page shared by its connections.

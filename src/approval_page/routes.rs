@@ -354,6 +354,12 @@ fn not_signed_in(page: &Page, csrf: Option<&str>, next: String, error: &SignInEr
             "Your Zabbix account asks for a second factor (MFA), which this page cannot \
              take: sign in with your own API token instead.",
         ),
+        SignInError::AttemptsUnknown => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "This page does not know yet how many wrong passwords Zabbix takes before it \
+             blocks an account (login_attempts), so it sends no password for now. Sign in \
+             with your own API token instead: that also tells the page.",
+        ),
         SignInError::Upstream(_) => return plain(StatusCode::BAD_GATEWAY, &error.to_string()),
         SignInError::Store(store) => {
             tracing::warn!(error = %store, "approval page: sign-in not counted in the shared store");

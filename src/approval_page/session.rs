@@ -8,7 +8,6 @@
 //! (`USERNAME_WINDOW`), and failed sign-ins per client address.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -35,8 +34,6 @@ const ADDRESS_WINDOW: Duration = Duration::from_secs(300);
 /// keeps trying keeps the page's hold, never adding to Zabbix's count). Whoever reaches
 /// the page thus cannot get the account blocked in Zabbix through it alone.
 const USERNAME_WINDOW: Duration = Duration::from_secs(3600);
-/// Zabbix's default `login_attempts`, until a sign-in reads the setting (`settings.get`).
-const ZABBIX_LOGIN_ATTEMPTS: u32 = 5;
 /// Sessions one Zabbix user may hold at once; a sign-in past it ends that user's oldest.
 /// Sign-ins that succeed are not limited otherwise, so without it one token signing in
 /// again and again would fill the sessions every approver shares.
@@ -60,12 +57,10 @@ pub(crate) struct Session {
 /// Sessions and the failed sign-in counters of this replica.
 pub(crate) struct Sessions {
     sessions: Cache<String, Arc<Session>>,
-    /// Failed sign-ins by client address.
+    /// Failed sign-ins by client address (an IPv6 client's /64: [`address_key`]).
     by_address: Cache<String, u32>,
     /// Wrong passwords sent to Zabbix by username, as typed.
     by_username: Cache<String, u32>,
-    /// Zabbix's `login_attempts` as last read.
-    login_attempts: AtomicU32,
 }
 
 /// What the person typed into the sign-in form.
@@ -91,6 +86,10 @@ pub(crate) enum SignInError {
     /// the page cannot take.
     #[error("the account asks for a second factor")]
     SecondFactor,
+    /// Zabbix's `login_attempts` is not known yet ([`super::LoginAttempts`]): no password
+    /// is sent, as any guess above the installation's gets accounts blocked.
+    #[error("Zabbix's login_attempts is not known yet")]
+    AttemptsUnknown,
     #[error("Zabbix could not be asked: {0}")]
     Upstream(String),
     /// The shared store (Redis) did not answer: no password is sent uncounted.
@@ -127,7 +126,6 @@ impl Sessions {
                 .max_capacity(100_000)
                 .time_to_live(USERNAME_WINDOW)
                 .build(),
-            login_attempts: AtomicU32::new(ZABBIX_LOGIN_ATTEMPTS),
         }
     }
 
@@ -142,13 +140,15 @@ impl Sessions {
         peer: IpAddr,
         credentials: Credentials,
     ) -> Result<String, SignInError> {
-        let most = self
-            .login_attempts
-            .load(Ordering::Relaxed)
-            .saturating_sub(1);
+        let known = app.login_attempts.known();
+        if known.is_none() && matches!(credentials, Credentials::Password { .. }) {
+            tracing::info!(client.address = %peer, "approval page sign-in held: login_attempts unknown");
+            return Err(SignInError::AttemptsUnknown);
+        }
+        let most = known.unwrap_or(1).saturating_sub(1);
         let mut counts = vec![Count {
             failures: &self.by_address,
-            key: peer.to_string(),
+            key: address_key(peer),
             max: MAX_FAILURES_PER_ADDRESS,
             username: false,
         }];
@@ -205,7 +205,7 @@ impl Sessions {
             }
             shared.forget().await;
         }
-        self.read_login_attempts(app, &session.token).await;
+        app.login_attempts.read(app, &session.token).await;
         tracing::info!(
             client.address = %peer,
             user.id = %session.identity.userid,
@@ -215,28 +215,6 @@ impl Sessions {
         let id = random_token();
         self.sessions.insert(id.clone(), Arc::new(session)).await;
         Ok(id)
-    }
-
-    /// Reads Zabbix's `login_attempts` with a sign-in's own session or token (any user may
-    /// in 7.0, super admins only in 6.0); where it cannot, the last value read stands.
-    async fn read_login_attempts(&self, app: &App, token: &ApiToken) {
-        let Ok(version) = app.zabbix.version().await else {
-            return;
-        };
-        let read = app
-            .zabbix
-            .call(
-                Method::SettingsGet,
-                &json!({"output": ["login_attempts"]}),
-                Some((token, version)),
-            )
-            .await;
-        match read.map(|settings| text(&settings, "login_attempts").parse::<u32>()) {
-            // Zabbix takes 1 to 32.
-            Ok(Ok(attempts @ 1..=32)) => self.login_attempts.store(attempts, Ordering::Relaxed),
-            Ok(_) => tracing::info!("approval page: settings.get gave no login_attempts"),
-            Err(error) => tracing::debug!(%error, "approval page: login_attempts not read"),
-        }
     }
 
     /// Ends `userid`'s oldest sessions until one more fits within [`MAX_SESSIONS_PER_USER`].
@@ -332,6 +310,13 @@ async fn take_places(counts: &[Count<'_>]) -> Result<(), SignInError> {
         }
     }
     Ok(())
+}
+
+/// Who an address's failed sign-ins count as: an IPv4 address, or the /64 of an IPv6 one,
+/// as on the MCP endpoint (`crate::server::rejected`): one host can hold a whole /64 and
+/// pick a new address per attempt, which per address made the limit none.
+fn address_key(peer: IpAddr) -> String {
+    crate::server::rejected::source_key(peer)
 }
 
 /// Gives back the places an attempt took among the failures (it did not fail).
@@ -522,4 +507,49 @@ pub(crate) fn same_secret(a: &str, b: &str) -> bool {
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use moka::future::Cache;
+
+    use super::{Count, MAX_FAILURES_PER_ADDRESS, SignInError, address_key, take_places};
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_ipv6_client_is_counted_by_its_64() {
+        let failures = Cache::builder().build();
+        let attempt = |peer: IpAddr| {
+            let failures = &failures;
+            async move {
+                let counts = [Count {
+                    failures,
+                    key: address_key(peer),
+                    max: MAX_FAILURES_PER_ADDRESS,
+                    username: false,
+                }];
+                take_places(&counts).await
+            }
+        };
+        // A new address of one /64 for every attempt: held once the /64 has its 20.
+        for n in 1..=MAX_FAILURES_PER_ADDRESS {
+            let peer = ip(&format!("2001:db8:0:7:{n:x}::1"));
+            assert!(attempt(peer).await.is_ok(), "attempt {n}");
+        }
+        let held = attempt(ip("2001:db8:0:7:ffff:ffff:ffff:fffe")).await;
+        assert!(matches!(held, Err(SignInError::AddressHeld)), "{held:?}");
+        // The next /64 and IPv4 clients are others.
+        assert!(attempt(ip("2001:db8:0:8::1")).await.is_ok());
+        assert!(attempt(ip("192.0.2.7")).await.is_ok());
+        // An IPv4 client on a :: listener is its IPv4 address.
+        assert_eq!(
+            address_key(ip("::ffff:192.0.2.7")),
+            address_key(ip("192.0.2.7"))
+        );
+    }
 }

@@ -19,7 +19,6 @@ use crate::policy::{
     CallerInfo, ClientInfo, Decision, DecisionLog, Logged, Phase, PolicyInput, ResourceInfo,
     ToolInfo, ZabbixInfo,
 };
-use crate::ratelimit::RateLimitError;
 use crate::targets::Ask;
 use crate::zabbix::{Caller, CallerError, ZabbixVersion};
 
@@ -256,12 +255,13 @@ pub async fn decide_call(
 }
 
 /// A call the sidecar refused before asking the policy (a write over its configured
-/// limits, before its targets were looked up): logged as a denial with the reason.
+/// limits, before its targets were looked up; a write whose caller Zabbix no longer gives
+/// as a whole): logged as a denial with the reason, on the request's subject.
 pub fn refused_before_decision(
     app: &App,
     call: &Call<'_>,
     arguments: &Arguments,
-    error: &RateLimitError,
+    reason: String,
 ) -> Decision {
     let exposed_name = call.request.name.as_ref();
     let input = input(
@@ -271,7 +271,7 @@ pub fn refused_before_decision(
         exposed_name,
         arguments.0.clone(),
     );
-    let decision = Decision::deny(error.to_string());
+    let decision = Decision::deny(reason);
     // In the decision log like any call, but neither a policy decision in the metrics nor
     // "policy denied" in the process log: the policy was not asked.
     app.decisions.record(&decision, &input);

@@ -49,7 +49,7 @@ pub async fn admit_configured(
     {
         Ok(admission) => Ok(admission),
         Err(error) => {
-            let decision = gate::refused_before_decision(app, call, arguments, &error);
+            let decision = gate::refused_before_decision(app, call, arguments, error.to_string());
             log_refusal(app, call.caller, &decision.decision_id, &applied, &error);
             Err((ToolError::RateLimited(error), decision))
         }

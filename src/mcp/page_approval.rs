@@ -51,6 +51,9 @@ pub(crate) async fn call(
             reasons: vec!["approval page without approvers".into()],
         });
     };
+    // The page sends no password until it knows how many wrong ones Zabbix takes: the
+    // call that asks is the first credential it sees, ahead of the approver.
+    app.login_attempts.learn(app, &call.caller.token).await;
     let body = stable_body(call, params)?;
     let sha256 = sha256_hex(&body);
     let now = unix_now();
@@ -174,6 +177,20 @@ async fn redeem(
             json!({"outcome": "changed", "reason": why, "approval_id": record.id}),
         );
         return Err(ApprovalError::TargetsChanged(why.to_owned()).into());
+    }
+    if record.input.caller != call.input.caller {
+        // The approver and the `approve` phase judged the caller as they were when approval
+        // was asked (the page holds no credential to look them up with); the retry's caller
+        // is as Zabbix gives them now. Only that same caller's call is sent.
+        expire(app, record, From::Approved, now).await?;
+        let why =
+            "the caller's user, role or user groups are no longer those the approval was asked for";
+        app.decisions.event(
+            &call.decision.decision_id,
+            "caller",
+            json!({"outcome": "changed", "reason": why, "approval_id": record.id}),
+        );
+        return Err(ApprovalError::CallerChanged.into());
     }
     let redeemed = app
         .store

@@ -179,7 +179,16 @@ pub async fn call(app: &App, call: Call<'_>) -> Result<CallToolResponse, McpErro
         let looked_up = gate::current(app, call.context, call.caller.clone(), version);
         current = match Box::pin(looked_up).await {
             Ok(now) => now,
-            Err(error) => return Ok(failed(app, def, ToolError::Caller(error), None).into()),
+            Err(error) => {
+                // Refused with nothing decided or sent, but in the decision log as every
+                // refused call is (an auditor counts refusals there), on the identity the
+                // request came with.
+                let reason = format!("the caller could not be looked up again: {error}");
+                let decision = gate::refused_before_decision(app, &call, &arguments, reason);
+                let id = decision.decision_id.as_str();
+                crate::server::hangup::decided(call.context, id);
+                return Ok(failed(app, def, ToolError::Caller(error), Some(id)).into());
+            }
         };
         let (caller, subject) = (&current.0, &current.1);
         if !gate::visible(app, call.tools, subject, &call.request.name) {

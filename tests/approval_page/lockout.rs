@@ -6,13 +6,17 @@
 use serde_json::{Value, json};
 
 use crate::common::{self, Lab, zapi};
-use crate::support::{Answer, PageClient, Setup, sidecar};
+use crate::support::{
+    Answer, LOGIN_ATTEMPTS_SETTING, PageClient, Setup, TOOL, TRIGGER, ack_args,
+    knows_login_attempts, pending, sidecar,
+};
 
 /// Zabbix's `login_attempts` on both labs (the default).
 const LOGIN_ATTEMPTS: usize = 5;
 
 #[tokio::test]
 async fn the_page_never_gets_an_approver_blocked_in_zabbix() {
+    let _default = LOGIN_ATTEMPTS_SETTING.read().await;
     for lab in common::labs() {
         let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
         let user = zapi::TestUser::create(&lab, &guests, &[]).await;
@@ -27,6 +31,7 @@ async fn the_page_never_gets_an_approver_blocked_in_zabbix() {
 
 async fn not_blocked(lab: Lab, user: zapi::TestUser) {
     let car = sidecar(Setup::page(&lab.url)).await;
+    knows_login_attempts(&car.page, &user.token).await;
     let wrong = async |n: usize| {
         PageClient::new(&car.page)
             .sign_in(&user.username, &format!("wrong-{n}"))
@@ -125,17 +130,20 @@ async fn user_login(lab: &Lab, username: &str, password: &str) -> Value {
 #[tokio::test]
 async fn a_person_under_mfa_is_told_to_sign_in_with_a_token() {
     let lab = common::lab(7);
-    // A method of the test's own, deleted after it, so the lab keeps none.
-    let mfaid = zapi::admin(
-        &lab,
-        "mfa.create",
-        json!({"type": 1, "name": zapi::unique("mcp-test-totp"), "hash_function": 1,
-               "code_length": 6}),
-    )
-    .await["mfaids"][0]
-        .as_str()
-        .expect("mfaid")
-        .to_owned();
+    let methods = zapi::admin(&lab, "mfa.get", json!({"output": ["mfaid"]})).await;
+    let mfaid = match methods[0]["mfaid"].as_str() {
+        Some(id) => id.to_owned(),
+        None => zapi::admin(
+            &lab,
+            "mfa.create",
+            json!({"type": 1, "name": zapi::unique("mcp-test-totp"), "hash_function": 1,
+                   "code_length": 6}),
+        )
+        .await["mfaids"][0]
+            .as_str()
+            .expect("mfaid")
+            .to_owned(),
+    };
     // MFA on for the group of this test's user only: other groups keep mfa_status 0.
     zapi::admin(
         &lab,
@@ -157,8 +165,6 @@ async fn a_person_under_mfa_is_told_to_sign_in_with_a_token() {
     user.delete(&lab).await;
     zapi::admin(&lab, "usergroup.delete", json!([group])).await;
     zapi::admin(&lab, "authentication.update", json!({"mfa_status": 0})).await;
-    // Deleting the default method is allowed once MFA is off; Zabbix then clears `mfaid`.
-    zapi::admin(&lab, "mfa.delete", json!([mfaid])).await;
     if let Err(error) = checked {
         std::panic::resume_unwind(error.into_panic());
     }
@@ -166,6 +172,7 @@ async fn a_person_under_mfa_is_told_to_sign_in_with_a_token() {
 
 async fn second_factor(lab: Lab, user: zapi::TestUser) {
     let car = sidecar(Setup::page(&lab.url)).await;
+    knows_login_attempts(&car.page, &lab.token_viewer).await;
     let answer = PageClient::new(&car.page)
         .sign_in(&user.username, zapi::TEST_PASSWORD)
         .await;
@@ -187,6 +194,7 @@ async fn second_factor(lab: Lab, user: zapi::TestUser) {
 /// passwords, and two replicas got a user blocked in Zabbix on the 7.0 lab.
 #[tokio::test]
 async fn replicas_on_one_redis_share_the_count_of_wrong_passwords() {
+    let _default = LOGIN_ATTEMPTS_SETTING.read().await;
     let lab = common::lab(7);
     let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
     let user = zapi::TestUser::create(&lab, &guests, &[]).await;
@@ -205,6 +213,9 @@ async fn shared(lab: Lab, user: zapi::TestUser) {
         })
     };
     let (a, b) = (replica().await, replica().await);
+    for page in [&a.page, &b.page] {
+        knows_login_attempts(page, &user.token).await;
+    }
     let wrong = async |page: &str, n: usize| {
         PageClient::new(page)
             .sign_in(&user.username, &format!("wrong-{n}"))
@@ -237,8 +248,10 @@ async fn shared(lab: Lab, user: zapi::TestUser) {
 /// What the person sees in a browser once a username is held: why, and what to do.
 #[tokio::test]
 async fn a_held_username_is_told_why_in_the_browser() {
+    let _default = LOGIN_ATTEMPTS_SETTING.read().await;
     let lab = common::lab(7);
     let car = sidecar(Setup::page(&lab.url)).await;
+    knows_login_attempts(&car.page, &lab.token_viewer).await;
     let name = zapi::unique("zmg-no-such-user-held");
     for n in 0..LOGIN_ATTEMPTS - 1 {
         let answer = PageClient::new(&car.page)
@@ -265,5 +278,81 @@ async fn a_held_username_is_told_why_in_the_browser() {
             && shown.ends_with("Sign in with your own API token instead."),
         "{shown}"
     );
+    car.guard.stop().await;
+}
+
+/// Until the page has read Zabbix's `login_attempts` it sends no password, wrong or right:
+/// any guess above the installation's lets an attacker get accounts blocked. Before, it
+/// took the default 5 until a sign-in read the setting, and with `login_attempts=3` the
+/// third wrong password typed on a page just started blocked the account in Zabbix (both
+/// labs). A call asking for page approval reads it with the caller's token; from then on
+/// `login_attempts - 1` wrong passwords reach Zabbix.
+#[tokio::test]
+async fn no_password_is_sent_before_the_page_knows_login_attempts() {
+    let _alone = LOGIN_ATTEMPTS_SETTING.write().await;
+    for lab in common::labs() {
+        let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
+        let user = zapi::TestUser::create(&lab, &guests, &[]).await;
+        zapi::admin(&lab, "settings.update", json!({"login_attempts": 3})).await;
+        let checked = tokio::spawn(attempts_unknown(lab.clone(), user.clone())).await;
+        let default = json!({"login_attempts": LOGIN_ATTEMPTS});
+        zapi::admin(&lab, "settings.update", default).await;
+        user.delete(&lab).await;
+        if let Err(error) = checked {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
+async fn attempts_unknown(lab: Lab, user: zapi::TestUser) {
+    let car = sidecar(Setup::page(&lab.url)).await;
+    let wrong = async |n: usize| {
+        PageClient::new(&car.page)
+            .sign_in(&user.username, &format!("wrong-{n}"))
+            .await
+    };
+    let right = async || {
+        PageClient::new(&car.page)
+            .sign_in(&user.username, zapi::TEST_PASSWORD)
+            .await
+    };
+    for answer in [wrong(0).await, right().await] {
+        assert_eq!(answer.status, 503, "Zabbix {}: {}", lab.major, answer.body);
+        let notice = failed(&answer);
+        assert!(
+            notice.contains("does not know yet how many wrong passwords Zabbix takes")
+                && notice.contains("Sign in with your own API token instead"),
+            "{notice}"
+        );
+    }
+    assert_eq!(
+        attempts_failed(&lab, &user).await,
+        0,
+        "Zabbix {}",
+        lab.major
+    );
+    // A call asking for page approval: the page reads the setting with its caller's token.
+    let agent = common::client(&car.guard, &lab.token_operator).await;
+    let event = common::seed_id(&lab, "problems", TRIGGER);
+    let asked = common::tool_error(&agent, TOOL, ack_args(&event, "never sent")).await;
+    pending(&asked);
+    for n in 0..2 {
+        assert_refused(&wrong(n).await);
+    }
+    let held = wrong(99).await;
+    assert_eq!(held.status, 429, "Zabbix {}: {}", lab.major, held.body);
+    assert_eq!(
+        attempts_failed(&lab, &user).await,
+        2,
+        "Zabbix {}",
+        lab.major
+    );
+    let login = user_login(&lab, &user.username, zapi::TEST_PASSWORD).await;
+    assert!(
+        login["result"].is_string(),
+        "Zabbix {} blocked the account: {login}",
+        lab.major
+    );
+    let _ = agent.cancel().await;
     car.guard.stop().await;
 }

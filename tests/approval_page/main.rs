@@ -184,6 +184,7 @@ async fn refusals(lab: &common::Lab) {
     let reader = common::client(&car.guard, &lab.token).await;
     let agent = common::client(&car.guard, &lab.token_operator).await;
     let event = new_problem(&reader, lab).await;
+    support::knows_login_attempts(&car.page, &lab.token_viewer).await;
 
     // Wrong password: refused, the same answer as an unknown user, and not logged.
     let page = PageClient::new(&car.page);
@@ -339,9 +340,11 @@ async fn refusals(lab: &common::Lab) {
 
 #[tokio::test]
 async fn failed_sign_ins_are_rate_limited() {
+    let _default = support::LOGIN_ATTEMPTS_SETTING.read().await;
     let lab = common::lab(7);
     let (proxy, recorder) = recorder::start(&lab.url).await;
     let car = sidecar(Setup::page(&proxy)).await;
+    support::knows_login_attempts(&car.page, &lab.token_viewer).await;
     let user = "zmg-no-such-user-ratelimit";
     // Held one short of Zabbix's login_attempts (5), whether or not the user exists.
     for n in 0..7 {

@@ -381,3 +381,137 @@ async fn a_yes_is_redeemed_only_for_the_approvers_it_was_asked_of() {
     );
     car.guard.stop().await;
 }
+
+/// Writes go to the page; calls of a caller in the quarantine group are not approved there
+/// (the `approve` phase reads `input.caller`).
+const QUARANTINE: &str = r#"package zabbix.mcp
+import rego.v1
+quarantined if data.quarantine.usrgrp in input.caller.usrgrps
+default allow := true
+allow := false if {
+    input.phase == "approve"
+    quarantined
+}
+decision := {"allow": true} if input.phase == "list"
+decision := {"allow": true} if {
+    input.phase != "list"
+    input.tool.kind == "read"
+}
+decision := {"allow": allow, "reasons": ["the caller is quarantined"], "approval": "page",
+             "approvers": {"usrgrps": ["Zabbix administrators"], "distinct_from_caller": true}} if {
+    input.phase != "list"
+    input.tool.kind == "write"
+}
+"#;
+
+/// The `approve` phase judges the caller as they were when approval was asked: the page
+/// holds no credential of theirs to look them up with. So a yes is redeemed only for that
+/// same caller: one put in the quarantine group while the call waited is refused at the
+/// retry (the approval spent, nothing sent, a `caller` event), and the next call is asked
+/// anew, where the `approve` phase sees the quarantine. Before, the yes given on the old
+/// groups was redeemed and the annotation sent (the binary, the Python SDK, 7.0 lab).
+#[tokio::test]
+async fn a_yes_is_redeemed_only_for_the_caller_it_was_asked_for() {
+    for lab in common::labs() {
+        let operators = common::seed_id(&lab, "user_groups", "MCP Operators");
+        let name = common::zapi::unique("mcp-quarantine");
+        let created = common::zapi::admin(&lab, "usergroup.create", json!({"name": name})).await;
+        let quarantine = created["usrgrpids"][0].as_str().unwrap().to_owned();
+        let user = common::zapi::TestUser::create(&lab, &operators, &[]).await;
+        let checked = tokio::spawn(quarantined_meanwhile(
+            lab.clone(),
+            user.clone(),
+            (name, quarantine.clone()),
+        ))
+        .await;
+        user.delete(&lab).await;
+        common::zapi::admin(&lab, "usergroup.delete", json!([quarantine])).await;
+        if let Err(error) = checked {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
+async fn quarantined_meanwhile(
+    lab: common::Lab,
+    user: common::zapi::TestUser,
+    (name, quarantine): (String, String),
+) {
+    let dir = common::temp_path("policy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("policy.rego"), QUARANTINE).unwrap();
+    let data = json!({"quarantine": {"usrgrp": name}});
+    std::fs::write(dir.join("data.json"), data.to_string()).unwrap();
+    let car = sidecar_with(Setup::page(&lab.url), |c| c.policy_dir = Some(dir)).await;
+    let agent = common::client(&car.guard, &user.token).await;
+    let event = common::seed_id(&lab, "problems", "MCP uint too high");
+    let message = common::zapi::unique("mcp-quarantined");
+    let args = json!({"eventids": [event], "message": message});
+    let first = common::tool_error(&agent, "problem_annotate", args.clone()).await;
+    let (id, _) = pending(&first);
+    let operators = common::seed_id(&lab, "user_groups", "MCP Operators");
+    let both = json!([{"usrgrpid": operators}, {"usrgrpid": quarantine}]);
+    common::zapi::admin(
+        &lab,
+        "user.update",
+        json!({"userid": user.userid, "usrgrps": both}),
+    )
+    .await;
+    // Judged on the caller as asked: the approve phase lets Admin approve.
+    let admin = PageClient::new(&car.page);
+    assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);
+    let approved = admin.decide(&id, "approve").await;
+    assert_eq!(
+        approved.status, 200,
+        "Zabbix {}: {}",
+        lab.major, approved.body
+    );
+
+    let retry = common::tool_error(&agent, "problem_annotate", args.clone()).await;
+    assert_eq!(
+        retry["code"], "invalid_arguments",
+        "Zabbix {}: sent? {retry}",
+        lab.major
+    );
+    assert!(
+        retry["message"]
+            .as_str()
+            .unwrap()
+            .contains("the caller's user, role or user groups changed"),
+        "{retry}"
+    );
+    let retry_id = retry["decision_id"].as_str().unwrap();
+    let caller_events: Vec<Value> = support::events(&car.log, retry_id)
+        .into_iter()
+        .filter(|e| e["event"] == "caller")
+        .collect();
+    assert_eq!(caller_events.len(), 1, "{caller_events:?}");
+    assert_eq!(caller_events[0]["data"]["outcome"], "changed");
+    let first_id = first["decision_id"].as_str().unwrap();
+    assert!(event_names(&car.log, first_id).contains(&"approval_expired".to_owned()));
+
+    // Asked anew: the approve phase now sees the quarantine, and nothing is ever sent.
+    let again = common::tool_error(&agent, "problem_annotate", args).await;
+    let (again_id, _) = pending(&again);
+    assert_ne!(again_id, id);
+    let refused = admin.decide(&again_id, "approve").await;
+    assert_eq!(
+        refused.status, 403,
+        "Zabbix {}: {}",
+        lab.major, refused.body
+    );
+    assert!(
+        refused.body.contains("the caller is quarantined"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        !common::zapi::acknowledgements(&lab, &event)
+            .await
+            .contains(&message),
+        "Zabbix {}: sent",
+        lab.major
+    );
+    let _ = agent.cancel().await;
+    car.guard.stop().await;
+}

@@ -301,6 +301,18 @@ impl PageClient {
     }
 }
 
+/// Held by the tests that count on the labs' `login_attempts` (5) for as long as they do;
+/// the test that sets it to 3 for a while holds it alone.
+pub static LOGIN_ATTEMPTS_SETTING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Makes the page learn Zabbix's `login_attempts` before a password is typed on it, as a
+/// call asking for approval does: it sends no password until then. A sign-in with `token`
+/// (any user's) reads it.
+pub async fn knows_login_attempts(page: &str, token: &str) {
+    let answer = PageClient::new(page).sign_in_with_token(token).await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+}
+
 /// The SHA-256 an approval's page shows.
 pub fn shown_sha256(html: &str) -> String {
     between(html, "<code id=\"sha256\">", "</code>")

@@ -2,6 +2,7 @@
 //! (60 s) remembers them; a caller Zabbix refuses or gives without groups sends nothing.
 
 use serde_json::{Value, json};
+use zabbix_mcp_guard::config::DecisionLogSink;
 
 use crate::common::zapi::TestUser;
 use crate::common::{self, Lab, config_for, seed_id, start_with};
@@ -129,8 +130,10 @@ async fn judged_now(lab: Lab, user: TestUser, writers: String, writers_id: Strin
 }
 
 /// A write whose caller Zabbix now gives without groups (their role denies usergroup.get
-/// since the identity was cached) is refused before anything is decided or sent, and the
-/// cached identity goes with it: the next request asks Zabbix and is refused too.
+/// since the identity was cached) is refused before the policy is asked or anything is
+/// sent, and the cached identity goes with it: the next request asks Zabbix and is refused
+/// too. The refusal is a denial in the decision log, its id given to the agent; before, it
+/// had no line at all, so an auditor counting refusals there missed it.
 #[tokio::test]
 async fn a_write_whose_caller_zabbix_now_refuses_sends_nothing() {
     for lab in common::labs() {
@@ -145,7 +148,11 @@ async fn a_write_whose_caller_zabbix_now_refuses_sends_nothing() {
 }
 
 async fn refused_now(lab: Lab, user: TestUser) {
-    let guard = start_with(config_for(&lab.url)).await;
+    let config = config_for(&lab.url);
+    let DecisionLogSink::File(log) = config.decision_log.clone() else {
+        unreachable!("config_for logs to a file")
+    };
+    let guard = start_with(config).await;
     let client = common::client(&guard, &user.token).await;
     common::read(&client, "host_get", json!({"limit": 1})).await;
     let denied = json!({"api.access": 1, "api.mode": 0, "api": ["usergroup.get"]});
@@ -169,10 +176,7 @@ async fn refused_now(lab: Lab, user: TestUser) {
         text.contains("usergroup.get") && text.ends_with("nothing was sent to Zabbix"),
         "{text}"
     );
-    assert!(
-        refused.get("decision_id").is_none(),
-        "not decided: {refused}"
-    );
+    assert_refusal_logged(&log, &refused, "usergroup.get");
     assert!(
         !common::zapi::acknowledgements(&lab, &event)
             .await
@@ -185,6 +189,75 @@ async fn refused_now(lab: Lab, user: TestUser) {
         common::raw_initialize(&reqwest::Client::new(), &guard.url, &user.token).await;
     assert_eq!(status, 503, "Zabbix {}: {body}", lab.major);
     assert_eq!(body["error"], "identity_incomplete", "{body}");
+    let _ = client.cancel().await;
+    guard.stop().await;
+}
+
+/// The refused write's own line in the decision log: a denial of the call, under the id the
+/// agent was given, whose reason names the caller's lookup and `names` (the policy was not
+/// asked: no evaluation time), and nothing after it.
+fn assert_refusal_logged(log: &std::path::Path, refused: &Value, names: &str) {
+    let id = refused["decision_id"].as_str().expect("a decision_id");
+    let lines: Vec<Value> = common::decision_log_lines(log)
+        .into_iter()
+        .filter(|line| line["decision_id"] == id)
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert_eq!(line["input"]["tool"]["name"], "problem_annotate", "{line}");
+    assert_eq!(line["input"]["phase"], "call", "{line}");
+    assert_eq!(line["decision"]["allow"], false, "{line}");
+    assert_eq!(line["metrics"]["timer_eval_ns"], 0, "{line}");
+    let reason = line["decision"]["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("the caller could not be looked up again: ") && reason.contains(names),
+        "{line}"
+    );
+}
+
+/// A write whose token was revoked after a read (the identity cached for reads still holds
+/// it for up to 60 s) is refused as unauthorized with nothing sent, and the refusal is in
+/// the decision log. Before, the agent got `unauthorized` and the log had no line of it
+/// (the binary, the Python SDK, 7.0 lab).
+#[tokio::test]
+async fn a_write_whose_token_was_revoked_is_a_denial_in_the_decision_log() {
+    for lab in common::labs() {
+        let operators = seed_id(&lab, "user_groups", "MCP Operators");
+        let user = TestUser::create(&lab, &operators, &[]).await;
+        let checked = tokio::spawn(revoked_now(lab.clone(), user.clone())).await;
+        user.delete(&lab).await;
+        if let Err(error) = checked {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
+async fn revoked_now(lab: Lab, user: TestUser) {
+    let config = config_for(&lab.url);
+    let DecisionLogSink::File(log) = config.decision_log.clone() else {
+        unreachable!("config_for logs to a file")
+    };
+    let guard = start_with(config).await;
+    let client = common::client(&guard, &user.token).await;
+    common::read(&client, "host_get", json!({"limit": 1})).await;
+    user.revoke_token(&lab).await;
+    let event = seed_id(&lab, "problems", "MCP uint too high");
+    let message = common::zapi::unique("mcp-never-sent");
+    let args = json!({"eventids": [event], "message": message});
+    let refused = common::tool_error(&client, "problem_annotate", args).await;
+    assert_eq!(
+        refused["code"], "unauthorized",
+        "Zabbix {}: {refused}",
+        lab.major
+    );
+    assert_refusal_logged(&log, &refused, "not accepted by Zabbix");
+    assert!(
+        !common::zapi::acknowledgements(&lab, &event)
+            .await
+            .contains(&message),
+        "Zabbix {}: sent",
+        lab.major
+    );
     let _ = client.cancel().await;
     guard.stop().await;
 }
