@@ -1,20 +1,30 @@
 //! Zabbix's `login_attempts` as the page knows it: how many wrong passwords Zabbix takes
 //! for one user before it blocks the account. Unknown until a credential the sidecar holds
-//! has read it (`settings.get`): the token of a call that asks for page approval, or the
+//! has read it (`settings.get`): the token of a caller the sidecar has just looked up (at
+//! most once a minute while unknown), of a call that asks for page approval, or the
 //! session or token of a sign-in. While unknown the page sends no password, as if it were
 //! 1, the smallest value Zabbix takes: any other guess blocks accounts of installations
 //! set below it (with 3, the default 5 let a fourth wrong password through).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::zabbix::{ApiToken, Method};
 
+/// A caller's token is tried at most this often while the value is unknown, so a role
+/// that may not read the settings costs Zabbix one call a minute, not one per lookup.
+const CALLER_RETRY_SECS: u64 = 60;
+
 /// `login_attempts`; 0 until read.
 #[derive(Debug, Default)]
-pub(crate) struct LoginAttempts(AtomicU32);
+pub(crate) struct LoginAttempts(AtomicU32, LastTry);
+
+/// Unix seconds of the last read tried with a caller's token; 0 before any.
+#[derive(Debug, Default)]
+struct LastTry(AtomicU64);
 
 impl LoginAttempts {
     /// The value last read, if any.
@@ -22,6 +32,31 @@ impl LoginAttempts {
         match self.0.load(Ordering::Relaxed) {
             0 => None,
             attempts => Some(attempts),
+        }
+    }
+
+    /// Reads it with the token of a caller just looked up, where the page is served and
+    /// the value is not known yet: a replica that has seen no page approval nor sign-in
+    /// since it started then takes passwords all the same.
+    pub(crate) async fn learn_from_caller(&self, app: &App, token: &ApiToken) {
+        if app.config.approval_page.is_none() || self.known().is_some() {
+            return;
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let last = self.1.0.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < CALLER_RETRY_SECS {
+            return;
+        }
+        // One of the lookups finishing at once asks; the others go on.
+        if self
+            .1
+            .0
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.read(app, token).await;
         }
     }
 

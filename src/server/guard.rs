@@ -264,6 +264,7 @@ async fn look_up(
         Ok(_) => {
             rejected.accept(digest);
             lookup.answered();
+            app.login_attempts.learn_from_caller(app, token).await;
             app.store
                 .record_accepted(&digest, rejected::ACCEPTED_MEMORY)
                 .await
