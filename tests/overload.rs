@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use serde_json::json;
-use zabbix_mcp_guard::config::DecisionLogSink;
+use zabbix_mcp_guard::config::{DecisionLogSink, SessionMode};
 
 use common::fault::{self, Fault};
 
@@ -164,5 +164,74 @@ async fn a_call_whose_client_hung_up_keeps_its_place_in_the_gate_until_it_ends()
         async || metric("mcp_requests_in_progress").await == 0.0,
     )
     .await;
+    guard.stop().await;
+}
+
+/// The official Python SDK (1.30) reads the request bodies at their 64 MiB budget as that
+/// call's error (`-32005`, `data.code: overloaded`) in a 200, and its session goes on. It
+/// was a 503, which the SDK raises in its transport's task group: the whole client ended,
+/// with every call in flight. Against the 7.0 lab, both session modes; the script holds
+/// the budget with 64 connections that announce 1 MiB bodies and send none.
+#[tokio::test]
+async fn the_python_sdk_reads_full_request_bodies_as_the_calls_error() {
+    let lab = common::lab(7);
+    for mode in [SessionMode::Stateless, SessionMode::Stateful] {
+        let mut config = common::config_for(&lab.url);
+        config.session_mode = mode;
+        let guard = common::start_with(config).await;
+        let summary = common::python_sdk(
+            "refused_call_python.py",
+            vec![guard.url.clone(), lab.token.clone(), "budget".into()],
+        )
+        .await;
+        assert_eq!(summary["refused"], true, "{mode:?}: {summary}");
+        assert_eq!(summary["code"], -32005, "{mode:?}: {summary}");
+        assert_eq!(
+            summary["data"],
+            json!({"code": "overloaded", "scope": "request_bodies", "retry_after_seconds": 1}),
+            "{mode:?}: {summary}"
+        );
+        assert_eq!(summary["after_ok"], true, "{mode:?}: {summary}");
+        guard.stop().await;
+    }
+}
+
+/// The official Python SDK (1.30) reads a full MCP gate (stateless, where every request
+/// passes it) as that call's error (`-32005`, `data.code: overloaded`) in a 200, and its
+/// session goes on; the 503 it was ended the whole client. The gate of a sidecar with
+/// `MaxZabbixConcurrency=16` holds 32; the script fills it with calls to a stub that does
+/// not answer within `Timeout`, queues 16 more ahead of its own, and its call is refused
+/// once `Timeout` has passed, while the gate is still full.
+#[tokio::test]
+async fn the_python_sdk_reads_a_full_mcp_gate_as_the_calls_error() {
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let mut config = common::config_for(&stub.url);
+    config.limits.max_zabbix_concurrency = 16;
+    config.timeout = Duration::from_secs(3);
+    let guard = common::start_with(config).await;
+    // The token's identity and the Zabbix version are cached before Zabbix goes silent.
+    let warm = common::client(&guard, "gate-token").await;
+    common::read(&warm, "host_get", json!({"limit": 1})).await;
+    let _ = warm.cancel().await;
+    stub.set(Fault::Slow(Duration::from_secs(60)));
+    let summary = common::python_sdk(
+        "refused_call_python.py",
+        vec![guard.url.clone(), "gate-token".into(), "gate".into()],
+    )
+    .await;
+    assert_eq!(summary["refused"], true, "{summary}");
+    assert_eq!(summary["code"], -32005, "{summary}");
+    assert!(
+        summary["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("the sidecar is overloaded: 32 MCP requests")),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["data"],
+        json!({"code": "overloaded", "scope": "mcp_requests", "retry_after_seconds": 1}),
+        "{summary}"
+    );
+    assert_eq!(summary["after_ok"], true, "{summary}");
     guard.stop().await;
 }

@@ -29,7 +29,7 @@ use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::listeners::{self, Listeners};
 use crate::server::ready::Readiness;
-use crate::server::refusal::{self, RefusalContext};
+use crate::server::refusal::{self, RefusalContext, Refused};
 use crate::server::sessions::{Admission, SessionOwners};
 use crate::zabbix::Caller;
 
@@ -147,14 +147,13 @@ where
                         };
                     let response = match &mcp.sessions {
                         None => {
-                            let inside = match mcp.gate.enter().await {
-                                Ok(inside) => inside,
+                            let (inside, mut request) = match enter(mcp, request).await {
+                                Ok(entered) => entered,
                                 Err(response) => return response,
                             };
                             // Stateless answers are whole JSON bodies (listen streams aside):
                             // reads splice their text in.
                             let splice = Splice::default();
-                            let mut request = request;
                             request.extensions_mut().insert(inside);
                             request.extensions_mut().insert(splice.clone());
                             splice.apply(mcp.call(request).await).await
@@ -251,12 +250,26 @@ async fn in_session(
         }
         // Outside sessions as in the stateless mode: through the gate.
         Admission::Sessionless => {
-            let inside = mcp.gate.enter().await?;
-            let mut request = request;
+            let (inside, mut request) = enter(mcp, request).await?;
             request.extensions_mut().insert(inside);
             mcp.call(request).await
         }
     })
+}
+
+/// A place in the MCP gate for `request`, or the refusal of that request (its JSON-RPC
+/// error, with its id).
+async fn enter(
+    mcp: &McpEndpoint,
+    request: Request<Full<Bytes>>,
+) -> Result<(Inside, Request<Full<Bytes>>), Response<Body>> {
+    match mcp.gate.enter().await {
+        Ok(inside) => Ok((inside, request)),
+        Err(full) => {
+            let (_, bytes) = direct::into_bytes(request).await;
+            Err(Refused::from(full).response(refusal::request_id(&bytes)))
+        }
+    }
 }
 
 /// rmcp answers the `DELETE` that ends a session with 202 and no body; the official
