@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -230,6 +232,85 @@ async fn the_python_sdk_reads_a_full_mcp_gate_as_the_calls_error() {
     assert_eq!(
         summary["data"],
         json!({"code": "overloaded", "scope": "mcp_requests", "retry_after_seconds": 1}),
+        "{summary}"
+    );
+    assert_eq!(summary["after_ok"], true, "{summary}");
+    guard.stop().await;
+}
+
+/// A TCP relay to `upstream` (host:port) that, once broken, closes each connection it
+/// accepts: Zabbix unreachable. Returns its URL for the API.
+async fn breakable_relay(upstream: String) -> (String, Arc<AtomicBool>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api_jsonrpc.php", listener.local_addr().unwrap());
+    let broken = Arc::new(AtomicBool::new(false));
+    let state = broken.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            if state.load(Ordering::SeqCst) {
+                continue;
+            }
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (url, broken)
+}
+
+/// Inside a session, a token's identity is looked up again once its cached one lapses (a
+/// minute). When Zabbix cannot be asked just then, the official Python SDK (1.30) reads the
+/// refusal as that call's error (`-32603`, `data.code: upstream_unavailable`) in a 200 and
+/// its session goes on once Zabbix answers again; the 503 it was ended the whole client
+/// with every call in flight. A relay in front of the stub stands for Zabbix unreachable.
+#[tokio::test]
+async fn the_python_sdk_reads_an_identity_zabbix_cannot_give_now_as_the_calls_error() {
+    const TOKEN: &str = "identity-moment-token";
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let upstream = stub
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (url, broken) = breakable_relay(upstream).await;
+    let mut config = common::config_for(&url);
+    config.timeout = Duration::from_secs(2);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let signals = common::temp_path("signals");
+    std::fs::create_dir_all(&signals).unwrap();
+    let args = vec![
+        guard.url.clone(),
+        TOKEN.into(),
+        "identity".into(),
+        signals.display().to_string(),
+    ];
+    let python = tokio::spawn(common::python_sdk("refused_call_python.py", args));
+    let exists = |name: &str| signals.join(name).exists();
+    common::wait_until("the session to start", GENEROUS, async || exists("ready")).await;
+    broken.store(true, Ordering::SeqCst);
+    guard
+        .app()
+        .callers
+        .forget(&zabbix_mcp_guard::zabbix::ApiToken::new(TOKEN.into()))
+        .await;
+    std::fs::write(signals.join("go"), "").unwrap();
+    common::wait_until("the call refused", GENEROUS, async || exists("refused")).await;
+    broken.store(false, Ordering::SeqCst);
+    std::fs::write(signals.join("again"), "").unwrap();
+    let summary = python.await.unwrap();
+    assert_eq!(summary["refused"], true, "{summary}");
+    assert_eq!(summary["code"], -32603, "{summary}");
+    assert_eq!(summary["data"]["code"], "upstream_unavailable", "{summary}");
+    // The caller is not authenticated: the words do not describe Zabbix's whereabouts.
+    let message = summary["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Zabbix API") && !message.contains("127.0.0.1"),
         "{summary}"
     );
     assert_eq!(summary["after_ok"], true, "{summary}");

@@ -360,6 +360,59 @@ pub fn refusal(error: &GuardError) -> Refusal {
     }
 }
 
+/// A request refused before MCP for a reason of the moment, not of its token: Zabbix could
+/// not tell who the token is now (unreachable, slow, every `MaxZabbixConcurrency` slot
+/// busy, failing), the identity came back incomplete, or the shared store failed. Its
+/// JSON-RPC error (the words and `data.code` of the HTTP refusal), to answer in a 200 to
+/// a request: an HTTP error ends the official Python SDK's (1.30) whole client, and a
+/// token's identity is looked up again each minute inside its sessions. `None` for a
+/// refusal of the token or the request itself, which keeps its HTTP answer.
+pub(crate) fn refusal_rpc(error: &GuardError) -> Option<RpcRefusal> {
+    const LIMIT_EXCEEDED: i32 = -32005;
+    let (code, data_code) = match error {
+        GuardError::MissingToken
+        | GuardError::MalformedToken
+        | GuardError::DuplicateAuthorization
+        | GuardError::TokenTooLong
+        | GuardError::TooManyRejectedTokens { .. }
+        | GuardError::TooManyTokenLookups { .. }
+        | GuardError::ForbiddenHost(_)
+        | GuardError::Caller(CallerError::InvalidToken(_)) => return None,
+        GuardError::Caller(CallerError::Upstream(z)) => match zabbix_code(z) {
+            "overloaded" => (LIMIT_EXCEEDED, "overloaded"),
+            code => (ErrorCode::INTERNAL_ERROR.0, code),
+        },
+        GuardError::Caller(CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. }) => {
+            (ErrorCode::INTERNAL_ERROR.0, "identity_incomplete")
+        }
+        GuardError::Store(_) => (ErrorCode::INTERNAL_ERROR.0, INTERNAL),
+    };
+    Some(RpcRefusal {
+        code,
+        message: refusal_message(error),
+        data_code,
+    })
+}
+
+/// A refusal before MCP told as a request's JSON-RPC error ([`refusal_rpc`]).
+pub(crate) struct RpcRefusal {
+    code: i32,
+    message: String,
+    data_code: &'static str,
+}
+
+impl RpcRefusal {
+    /// The error answering the request `id`.
+    pub(crate) fn body(&self, id: RequestId) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": self.code, "message": self.message,
+                      "data": {"code": self.data_code}},
+        })
+    }
+}
+
 /// The caller of a stdio session could not be resolved (there is no HTTP answer to give):
 /// a token Zabbix no longer accepts, or Zabbix out of reach, as a JSON-RPC error with the
 /// code the HTTP refusal would carry.

@@ -168,6 +168,25 @@ pub(crate) fn request_id(body: &[u8]) -> Option<RequestId> {
     }
 }
 
+/// The id of the request in `body` unless it is `initialize`: a client still connecting,
+/// whose refusal is its connection's and keeps its HTTP status.
+pub(crate) fn request_id_after_initialize(body: &[u8]) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(default)]
+        id: Option<RequestId>,
+        #[serde(default, borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    match serde_json::from_slice::<Head>(body) {
+        Ok(Head {
+            id: Some(id),
+            method: Some(method),
+        }) if method != "initialize" => Some(id),
+        _ => None,
+    }
+}
+
 /// rmcp's answer, unless it is a refusal in plain text: then ours, saying what is wrong
 /// with the request (`parts` and `body` are the request's).
 pub(crate) async fn from_rmcp(

@@ -10,11 +10,15 @@ Zabbix that never answers within Timeout) 16 raw calls take the Zabbix slots, 16
 for one inside the gate, 16 more (with padded bodies, to be seen in request_body_bytes)
 wait at the gate; the session's call waits behind them and is refused once Timeout has
 passed. The call after is a tools/list, which asks Zabbix nothing.
+MODE `identity` DIR: after initialize, writes DIR/ready and waits for DIR/go (the test drops
+the token's cached identity and makes Zabbix unreachable), calls, writes DIR/refused and
+waits for DIR/again (Zabbix reachable again) before the call after.
 
 Waits are on the sidecar's /metrics, never fixed sleeps.
-Usage: python refused_call_python.py MCP_URL TOKEN MODE. Prints one JSON summary line."""
+Usage: python refused_call_python.py MCP_URL TOKEN MODE [DIR]. Prints one JSON summary line."""
 import asyncio
 import json
+import os
 import sys
 import time
 import urllib.parse
@@ -45,6 +49,19 @@ async def wait_for(http, base, name, test, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def wait_file(path):
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {path}")
+        await asyncio.sleep(0.05)
+
+
+def touch(path):
+    with open(path, "w"):
+        pass
+
+
 async def hold_bodies(url, token, count):
     """Connections that announce a 1 MiB body each and send none of it."""
     parts = urllib.parse.urlsplit(url)
@@ -69,7 +86,7 @@ def raw_call(http, url, token, padding=0):
         "Accept": "application/json, text/event-stream"}, timeout=120))
 
 
-async def main(url, token, mode):
+async def main(url, token, mode, signals=None):
     base = url.rsplit("/mcp", 1)[0]
     summary = {}
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
@@ -92,6 +109,9 @@ async def main(url, token, mode):
                     raw += [raw_call(http, url, token, padding=100_000) for _ in range(16)]
                     await wait_for(http, base, "request_body_bytes", lambda v: v >= 1_600_000,
                                    "16 calls waiting at the gate")
+                elif mode == "identity":
+                    touch(os.path.join(signals, "ready"))
+                    await wait_file(os.path.join(signals, "go"))
                 try:
                     if mode == "large":
                         await session.call_tool("host_get", {"search": "x" * (1100 * 1024)})
@@ -101,6 +121,9 @@ async def main(url, token, mode):
                 except McpError as error:
                     summary.update(refused=True, code=error.error.code,
                                    message=error.error.message, data=error.error.data)
+                if mode == "identity":
+                    touch(os.path.join(signals, "refused"))
+                    await wait_file(os.path.join(signals, "again"))
                 for writer in held:
                     writer.close()
                 if held:
@@ -115,4 +138,4 @@ async def main(url, token, mode):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))
