@@ -5,10 +5,12 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
-use zabbix_mcp_guard::config::DecisionLogSink;
+use zabbix_mcp_guard::config::{DecisionLogSink, SessionMode};
 
 use common::fault::{self, Fault};
 
@@ -164,5 +166,153 @@ async fn a_call_whose_client_hung_up_keeps_its_place_in_the_gate_until_it_ends()
         async || metric("mcp_requests_in_progress").await == 0.0,
     )
     .await;
+    guard.stop().await;
+}
+
+/// The official Python SDK (1.30) reads the request bodies at their 64 MiB budget as that
+/// call's error (`-32005`, `data.code: overloaded`) in a 200, and its session goes on. It
+/// was a 503, which the SDK raises in its transport's task group: the whole client ended,
+/// with every call in flight. Against the 7.0 lab, both session modes; the script holds
+/// the budget with 64 connections that announce 1 MiB bodies and send none.
+#[tokio::test]
+async fn the_python_sdk_reads_full_request_bodies_as_the_calls_error() {
+    let lab = common::lab(7);
+    for mode in [SessionMode::Stateless, SessionMode::Stateful] {
+        let mut config = common::config_for(&lab.url);
+        config.session_mode = mode;
+        let guard = common::start_with(config).await;
+        let summary = common::python_sdk(
+            "refused_call_python.py",
+            vec![guard.url.clone(), lab.token.clone(), "budget".into()],
+        )
+        .await;
+        assert_eq!(summary["refused"], true, "{mode:?}: {summary}");
+        assert_eq!(summary["code"], -32005, "{mode:?}: {summary}");
+        assert_eq!(
+            summary["data"],
+            json!({"code": "overloaded", "scope": "request_bodies", "retry_after_seconds": 1}),
+            "{mode:?}: {summary}"
+        );
+        assert_eq!(summary["after_ok"], true, "{mode:?}: {summary}");
+        guard.stop().await;
+    }
+}
+
+/// The official Python SDK (1.30) reads a full MCP gate (stateless, where every request
+/// passes it) as that call's error (`-32005`, `data.code: overloaded`) in a 200, and its
+/// session goes on; the 503 it was ended the whole client. The gate of a sidecar with
+/// `MaxZabbixConcurrency=16` holds 32; the script fills it with calls to a stub that does
+/// not answer within `Timeout`, queues 16 more ahead of its own, and its call is refused
+/// once `Timeout` has passed, while the gate is still full.
+#[tokio::test]
+async fn the_python_sdk_reads_a_full_mcp_gate_as_the_calls_error() {
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let mut config = common::config_for(&stub.url);
+    config.limits.max_zabbix_concurrency = 16;
+    config.timeout = Duration::from_secs(3);
+    let guard = common::start_with(config).await;
+    // The token's identity and the Zabbix version are cached before Zabbix goes silent.
+    let warm = common::client(&guard, "gate-token").await;
+    common::read(&warm, "host_get", json!({"limit": 1})).await;
+    let _ = warm.cancel().await;
+    stub.set(Fault::Slow(Duration::from_secs(60)));
+    let summary = common::python_sdk(
+        "refused_call_python.py",
+        vec![guard.url.clone(), "gate-token".into(), "gate".into()],
+    )
+    .await;
+    assert_eq!(summary["refused"], true, "{summary}");
+    assert_eq!(summary["code"], -32005, "{summary}");
+    assert!(
+        summary["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("the sidecar is overloaded: 32 MCP requests")),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["data"],
+        json!({"code": "overloaded", "scope": "mcp_requests", "retry_after_seconds": 1}),
+        "{summary}"
+    );
+    assert_eq!(summary["after_ok"], true, "{summary}");
+    guard.stop().await;
+}
+
+/// A TCP relay to `upstream` (host:port) that, once broken, closes each connection it
+/// accepts: Zabbix unreachable. Returns its URL for the API.
+async fn breakable_relay(upstream: String) -> (String, Arc<AtomicBool>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api_jsonrpc.php", listener.local_addr().unwrap());
+    let broken = Arc::new(AtomicBool::new(false));
+    let state = broken.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            if state.load(Ordering::SeqCst) {
+                continue;
+            }
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (url, broken)
+}
+
+/// Inside a session, a token's identity is looked up again once its cached one lapses (a
+/// minute). When Zabbix cannot be asked just then, the official Python SDK (1.30) reads the
+/// refusal as that call's error (`-32603`, `data.code: upstream_unavailable`) in a 200 and
+/// its session goes on once Zabbix answers again; the 503 it was ended the whole client
+/// with every call in flight. A relay in front of the stub stands for Zabbix unreachable.
+#[tokio::test]
+async fn the_python_sdk_reads_an_identity_zabbix_cannot_give_now_as_the_calls_error() {
+    const TOKEN: &str = "identity-moment-token";
+    let stub = fault::start(Fault::Answer(json!([]))).await;
+    let upstream = stub
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (url, broken) = breakable_relay(upstream).await;
+    let mut config = common::config_for(&url);
+    config.timeout = Duration::from_secs(2);
+    config.session_mode = SessionMode::Stateful;
+    let guard = common::start_with(config).await;
+    let signals = common::temp_path("signals");
+    std::fs::create_dir_all(&signals).unwrap();
+    let args = vec![
+        guard.url.clone(),
+        TOKEN.into(),
+        "identity".into(),
+        signals.display().to_string(),
+    ];
+    let python = tokio::spawn(common::python_sdk("refused_call_python.py", args));
+    let exists = |name: &str| signals.join(name).exists();
+    common::wait_until("the session to start", GENEROUS, async || exists("ready")).await;
+    broken.store(true, Ordering::SeqCst);
+    guard
+        .app()
+        .callers
+        .forget(&zabbix_mcp_guard::zabbix::ApiToken::new(TOKEN.into()))
+        .await;
+    std::fs::write(signals.join("go"), "").unwrap();
+    common::wait_until("the call refused", GENEROUS, async || exists("refused")).await;
+    broken.store(false, Ordering::SeqCst);
+    std::fs::write(signals.join("again"), "").unwrap();
+    let summary = python.await.unwrap();
+    assert_eq!(summary["refused"], true, "{summary}");
+    assert_eq!(summary["code"], -32603, "{summary}");
+    assert_eq!(summary["data"]["code"], "upstream_unavailable", "{summary}");
+    // The caller is not authenticated: the words do not describe Zabbix's whereabouts.
+    let message = summary["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Zabbix API") && !message.contains("127.0.0.1"),
+        "{summary}"
+    );
+    assert_eq!(summary["after_ok"], true, "{summary}");
     guard.stop().await;
 }

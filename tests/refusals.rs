@@ -272,3 +272,32 @@ async fn refusals_of_the_transport_are_json_rpc_errors_in_both_session_modes() {
         guard.stop().await;
     }
 }
+
+/// A body over 1 MiB is that request's error (`-32600`) in a 200 once the sidecar has read
+/// it to its end (none of it kept): the official Python SDK (1.30) raised on the 413 in its
+/// transport's task group, or met the connection closed under the body it still sent
+/// (`ReadError`), and either way ended the whole client with every call in flight. The next
+/// call in the same session is answered. Both session modes.
+#[tokio::test]
+async fn the_python_sdk_reads_a_body_too_large_as_the_calls_error() {
+    let lab = common::lab(7);
+    for mode in [SessionMode::Stateless, SessionMode::Stateful] {
+        let mut config = config_for(&lab.url);
+        config.session_mode = mode;
+        let guard = start_with(config).await;
+        let summary = common::python_sdk(
+            "refused_call_python.py",
+            vec![guard.url.clone(), lab.token.clone(), "large".into()],
+        )
+        .await;
+        assert_eq!(summary["refused"], true, "{mode:?}: {summary}");
+        assert_eq!(summary["code"], -32600, "{mode:?}: {summary}");
+        assert_eq!(
+            summary["message"], "the request body is larger than 1048576 bytes",
+            "{mode:?}: {summary}"
+        );
+        assert_eq!(summary["data"]["code"], "invalid_request", "{summary}");
+        assert_eq!(summary["after_ok"], true, "{mode:?}: {summary}");
+        guard.stop().await;
+    }
+}

@@ -140,24 +140,40 @@ async fn peers_outside_allowed_ip_are_refused() {
     guard.stop().await;
 }
 
+/// A body over 1 MiB is refused. One announced at most 8 MiB is read to its end (none of
+/// it kept) and refused as its request's error in a 200, which every SDK reads as that
+/// call's; a larger one gets 413 at once, the connection closed.
 #[tokio::test]
 async fn oversized_bodies_are_refused() {
     let lab = common::lab(7);
     let guard = start(&lab).await;
-    let big = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
-        "x".repeat(2 * 1024 * 1024)
+    let post = async |pad: usize| {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
+            "x".repeat(pad)
+        );
+        http()
+            .post(&guard.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {}", lab.token))
+            .body(big)
+            .send()
+            .await
+    };
+    let response = post(2 * 1024 * 1024).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["id"], 1, "{body}");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(
+        body["error"]["message"], "the request body is larger than 1048576 bytes",
+        "{body}"
     );
-    let response = http()
-        .post(&guard.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", format!("Bearer {}", lab.token))
-        .body(big)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 413);
+    // Past 8 MiB the client may meet the connection closed while it still sends.
+    if let Ok(response) = post(9 * 1024 * 1024).await {
+        assert_eq!(response.status(), 413);
+    }
     guard.stop().await;
 }
 

@@ -360,6 +360,59 @@ pub fn refusal(error: &GuardError) -> Refusal {
     }
 }
 
+/// A request refused before MCP for a reason of the moment, not of its token: Zabbix could
+/// not tell who the token is now (unreachable, slow, every `MaxZabbixConcurrency` slot
+/// busy, failing), the identity came back incomplete, or the shared store failed. Its
+/// JSON-RPC error (the words and `data.code` of the HTTP refusal), to answer in a 200 to
+/// a request: an HTTP error ends the official Python SDK's (1.30) whole client, and a
+/// token's identity is looked up again each minute inside its sessions. `None` for a
+/// refusal of the token or the request itself, which keeps its HTTP answer.
+pub(crate) fn refusal_rpc(error: &GuardError) -> Option<RpcRefusal> {
+    const LIMIT_EXCEEDED: i32 = -32005;
+    let (code, data_code) = match error {
+        GuardError::MissingToken
+        | GuardError::MalformedToken
+        | GuardError::DuplicateAuthorization
+        | GuardError::TokenTooLong
+        | GuardError::TooManyRejectedTokens { .. }
+        | GuardError::TooManyTokenLookups { .. }
+        | GuardError::ForbiddenHost(_)
+        | GuardError::Caller(CallerError::InvalidToken(_)) => return None,
+        GuardError::Caller(CallerError::Upstream(z)) => match zabbix_code(z) {
+            "overloaded" => (LIMIT_EXCEEDED, "overloaded"),
+            code => (ErrorCode::INTERNAL_ERROR.0, code),
+        },
+        GuardError::Caller(CallerError::GroupsUnavailable(_) | CallerError::Incomplete { .. }) => {
+            (ErrorCode::INTERNAL_ERROR.0, "identity_incomplete")
+        }
+        GuardError::Store(_) => (ErrorCode::INTERNAL_ERROR.0, INTERNAL),
+    };
+    Some(RpcRefusal {
+        code,
+        message: refusal_message(error),
+        data_code,
+    })
+}
+
+/// A refusal before MCP told as a request's JSON-RPC error ([`refusal_rpc`]).
+pub(crate) struct RpcRefusal {
+    code: i32,
+    message: String,
+    data_code: &'static str,
+}
+
+impl RpcRefusal {
+    /// The error answering the request `id`.
+    pub(crate) fn body(&self, id: RequestId) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": self.code, "message": self.message,
+                      "data": {"code": self.data_code}},
+        })
+    }
+}
+
 /// The caller of a stdio session could not be resolved (there is no HTTP answer to give):
 /// a token Zabbix no longer accepts, or Zabbix out of reach, as a JSON-RPC error with the
 /// code the HTTP refusal would carry.
@@ -391,8 +444,9 @@ pub fn unknown_tool(name: &str) -> McpError {
 /// (`null` when its body is no request) whose message names the fault. A body that is not
 /// JSON is `-32700`; a protocol version not served is `-32022` with the versions served in
 /// `data`, as 2026-07-28 clients read it to pick one; an unknown session is `-32001` with
-/// 404, as the official SDKs answer it; a session at `MaxRequestsPerSession` is `-32005`
-/// (with 200); a failure of our own is `-32603`; anything else
+/// 404, as the official SDKs answer it; a session at `MaxRequestsPerSession`, the MCP gate
+/// and the body budget are `-32005` (with 200 when the id is known, as it is for a body too
+/// large); a failure of our own is `-32603`; anything else
 /// about the request is `-32600`. Other than `-32022`, `data.code` is a stable code.
 pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Value) {
     const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
@@ -438,13 +492,27 @@ pub(crate) fn refused(error: &Refused, id: Option<RequestId>) -> (StatusCode, Va
             StatusCode::NOT_FOUND,
             (SESSION_NOT_FOUND, "session_not_found"),
         ),
-        Refused::Body(BodyError::TooLarge(_)) => (StatusCode::PAYLOAD_TOO_LARGE, invalid),
+        // One request's refusal, told as that request's error in a 200 once its id is known
+        // (its body read to its end: `server::drain`): an HTTP error ends the official
+        // Python SDK's (1.30) whole client, with every call in flight.
+        Refused::Body(BodyError::TooLarge(_)) => match id {
+            Some(_) => (StatusCode::OK, invalid),
+            None => (StatusCode::PAYLOAD_TOO_LARGE, invalid),
+        },
         Refused::Body(BodyError::Timeout(_)) => (StatusCode::REQUEST_TIMEOUT, invalid),
-        // A limit, not a failure: retry (`Retry-After`).
-        Refused::Body(BodyError::OverBudget(_)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            (ErrorCode::INTERNAL_ERROR, "overloaded"),
-        ),
+        // Limits, not failures: retry (`Retry-After`). The same 200 once the id is known.
+        Refused::Body(BodyError::OverBudget(_)) | Refused::Overloaded(_) => {
+            let scope = match error {
+                Refused::Overloaded(_) => "mcp_requests",
+                _ => "request_bodies",
+            };
+            let status = match id {
+                Some(_) => StatusCode::OK,
+                None => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            let data = json!({"code": "overloaded", "scope": scope, "retry_after_seconds": 1});
+            return (status, rpc_error(id, LIMIT_EXCEEDED, error, data));
+        }
         // A limit of the caller's, as the per-caller limits are told: that request's error,
         // in a 200, so every SDK reads it as such. The official Python SDK (1.30) raises on
         // any other status in its transport's task group, and a 429 ended the whole client

@@ -9,6 +9,7 @@
 //! ([`BODY_BUDGET_BYTES`] for MCP) is refused with 503 as its bytes arrive, and a body
 //! announced larger than the size (`Content-Length`) is refused before any of it is read.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +19,9 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body as HttpBody;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
+use crate::server::drain::{self, DRAIN_MAX_BYTES};
 use crate::server::refusal::Refused;
 use crate::server::routes::{Body, closing};
 
@@ -105,16 +108,48 @@ where
     B: HttpBody<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let body = std::pin::pin!(body);
+    let deadline = Instant::now() + timeout;
+    read_until(body, max, deadline, timeout, budget)
+        .await
+        .map_err(|stopped| stopped.error)
+}
+
+/// Why a body was not read, and what was read of it.
+struct Stopped {
+    error: BodyError,
+    read: Vec<u8>,
+}
+
+/// [`read`] of a body the caller keeps, to read on after a refusal.
+async fn read_until<B>(
+    mut body: Pin<&mut B>,
+    max: usize,
+    deadline: Instant,
+    timeout: Duration,
+    budget: &BodyBudget,
+) -> Result<(Bytes, BodyShare), Stopped>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stopped = |error| Stopped {
+        error,
+        read: Vec::new(),
+    };
     // A body that says it is larger than the limit is refused before any of it is read.
     let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
     if announced > max {
-        return Err(BodyError::TooLarge(max));
+        return Err(stopped(BodyError::TooLarge(max)));
     }
     let over_budget = || BodyError::OverBudget(budget.total);
-    let mut share = BodyShare(budget.take(announced).ok_or_else(over_budget)?);
+    let mut share = BodyShare(
+        budget
+            .take(announced)
+            .ok_or_else(|| stopped(over_budget()))?,
+    );
     let mut bytes = Vec::with_capacity(announced);
     let read = async {
-        let mut body = std::pin::pin!(body);
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|error| {
                 tracing::debug!(error = %error.into(), "request body not read");
@@ -136,21 +171,23 @@ where
         }
         Ok(())
     };
-    match tokio::time::timeout(timeout, read).await {
+    match tokio::time::timeout_at(deadline, read).await {
         Ok(Ok(())) => Ok((Bytes::from(bytes), share)),
-        Ok(Err(error)) => Err(error),
+        Ok(Err(error)) => Err(Stopped { error, read: bytes }),
         Err(_) => {
             tracing::info!(
                 timeout_s = timeout.as_secs(),
                 "request body not received in time (BodyTimeout)"
             );
-            Err(BodyError::Timeout(timeout))
+            Err(stopped(BodyError::Timeout(timeout)))
         }
     }
 }
 
 /// An MCP request with its body read ([`read`], at most [`MAX_REQUEST_BODY_BYTES`]), or the
-/// JSON answer to why not.
+/// JSON answer to why not. A body refused as too large or over the budget whose
+/// `Content-Length` is at most [`DRAIN_MAX_BYTES`] is read on to its end, none of it kept,
+/// and the refusal is its request's JSON-RPC error in a 200 (`server::drain` says why).
 pub(crate) async fn read_body<B>(
     request: Request<B>,
     timeout: Duration,
@@ -164,9 +201,33 @@ where
     if let Some(coding) = encoded(&parts.headers) {
         return Err(refusal(BodyError::Encoded(coding)));
     }
-    match read(body, MAX_REQUEST_BODY_BYTES, timeout, budget).await {
+    let drainable = body
+        .size_hint()
+        .exact()
+        .is_some_and(|announced| announced <= DRAIN_MAX_BYTES);
+    let mut body = std::pin::pin!(body);
+    let deadline = Instant::now() + timeout;
+    match read_until(
+        body.as_mut(),
+        MAX_REQUEST_BODY_BYTES,
+        deadline,
+        timeout,
+        budget,
+    )
+    .await
+    {
         Ok((bytes, share)) => Ok((Request::from_parts(parts, Full::new(bytes)), share)),
-        Err(error) => Err(refusal(error)),
+        Err(Stopped {
+            error: error @ (BodyError::TooLarge(_) | BodyError::OverBudget(_)),
+            read,
+        }) if drainable => match drain::request_id(body, read, deadline).await {
+            Some(id) => {
+                log_over_budget(&error);
+                Err(Refused::Body(error).response(Some(id)))
+            }
+            None => Err(refusal(error)),
+        },
+        Err(stopped) => Err(refusal(stopped.error)),
     }
 }
 
@@ -186,10 +247,14 @@ fn encoded(headers: &http::HeaderMap) -> Option<String> {
 /// The MCP listener's answer to a body not read, as `server::refusal` words it; the
 /// connection is closed after it (the rest of the body is unread).
 fn refusal(error: BodyError) -> Response<Body> {
+    log_over_budget(&error);
+    closing(Refused::Body(error).response(None))
+}
+
+fn log_over_budget(error: &BodyError) {
     if let BodyError::OverBudget(_) = error {
         tracing::info!("request refused: request bodies at the memory budget (overloaded)");
     }
-    closing(Refused::Body(error).response(None))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, SizeHint};
 
-use super::{BodyBudget, MAX_REQUEST_BODY_BYTES, read_body};
+use super::{BodyBudget, DRAIN_MAX_BYTES, MAX_REQUEST_BODY_BYTES, read_body};
 
 /// A body of `chunks` that announces `announced` bytes (none: unknown, as chunked
 /// HTTP/1.1 and HTTP/2 without `content-length`), then stays open when `open` is set.
@@ -93,11 +93,22 @@ async fn bodies_past_the_budget_are_refused_and_the_budget_comes_back() {
         String::from_utf8_lossy(&text).contains("\"overloaded\""),
         "{text:?}"
     );
-    // Announced: refused before any of it is read.
-    let refused = read_body(request(&[], Some(2_500), true), LONG, &budget)
+    // Announced: refused before any of it is held, read to its end for its request's id,
+    // and answered as that request's error in a 200 (the connection kept).
+    let refused = read_body(whole_request(7, 2_500), LONG, &budget)
         .await
         .expect_err("over the budget");
-    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.status(), StatusCode::OK);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    assert!(refused.headers().get("connection").is_none());
+    let answer = json_of(refused).await;
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["error"]["code"], -32005, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "overloaded", "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["scope"], "request_bodies",
+        "{answer}"
+    );
     assert_eq!(budget.held(), 8_000, "refused bodies hold nothing");
     drop(held);
     let (_, _share) = read_body(request(&[1_000, 1_500], None, false), LONG, &budget)
@@ -108,7 +119,8 @@ async fn bodies_past_the_budget_are_refused_and_the_budget_comes_back() {
 #[tokio::test]
 async fn a_body_announced_too_large_is_refused_before_it_is_read() {
     let budget = BodyBudget::new(64 * 1024 * 1024);
-    let announced = u64::try_from(MAX_REQUEST_BODY_BYTES).expect("fits") + 1;
+    // More than is ever read for an id: refused at once.
+    let announced = DRAIN_MAX_BYTES + 1;
     // The body never sends a byte: reading it would wait for BodyTimeout.
     let refused = tokio::time::timeout(
         Duration::from_secs(5),
@@ -128,6 +140,60 @@ async fn a_body_announced_too_large_is_refused_before_it_is_read() {
     .expect_err("too large");
     assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(budget.held(), 0);
+}
+
+/// A body over the size that says its length (at most `DRAIN_MAX_BYTES`) is read to its end,
+/// none of it kept, and refused as its request's error in a 200; one that is no request,
+/// or ends late, gets the 413 with the connection closed.
+#[tokio::test]
+async fn a_body_too_large_is_its_requests_error_once_read_to_its_end() {
+    let budget = BodyBudget::new(64 * 1024 * 1024);
+    let size = MAX_REQUEST_BODY_BYTES + 1_000;
+    let refused = read_body(whole_request(9, size), LONG, &budget)
+        .await
+        .expect_err("too large");
+    assert_eq!(refused.status(), StatusCode::OK);
+    let answer = json_of(refused).await;
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(budget.held(), 0);
+    let text = " ".repeat(size);
+    let announced = Some(size as u64);
+    let refused = read_body(request_of(&text, announced, false), LONG, &budget)
+        .await
+        .expect_err("too large");
+    assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(refused.headers()["connection"], "close");
+    let short = Duration::from_millis(50);
+    let refused = read_body(request_of(&text[..10], announced, true), short, &budget)
+        .await
+        .expect_err("too large");
+    assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+/// A `ping` of id `id` padded to `size` bytes, its length announced.
+fn whole_request(id: u64, size: usize) -> Request<Chunks> {
+    let text = format!(r#"{{"jsonrpc":"2.0","method":"ping","id":{id}}}"#);
+    let padded = format!("{text}{}", " ".repeat(size - text.len()));
+    request_of(&padded, Some(size as u64), false)
+}
+
+fn request_of(text: &str, announced: Option<u64>, open: bool) -> Request<Chunks> {
+    Request::new(Chunks {
+        chunks: VecDeque::from([Bytes::from(text.to_owned())]),
+        announced,
+        open,
+    })
+}
+
+async fn json_of(response: http::Response<crate::server::routes::Body>) -> serde_json::Value {
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    serde_json::from_slice(&bytes).expect("JSON")
 }
 
 #[tokio::test]

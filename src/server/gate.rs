@@ -5,23 +5,30 @@
 //! on either path holds its state until Zabbix answers, so a thousand busy connections
 //! would otherwise hold a thousand of those; past the gate a request waits holding only its
 //! parsed head and body. The wait is bounded
-//! by `Timeout`; running out of it is HTTP 503 `overloaded` (nothing was done, retry).
+//! by `Timeout`; running out of it is `overloaded` (nothing was done, retry): the request's
+//! JSON-RPC error in a 200, as `mcp::errors::refused` words it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{HeaderValue, RETRY_AFTER};
-use http::{Response, StatusCode};
-use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-use crate::server::routes::{Body, json_response};
 
 /// Requests being answered at once, per Zabbix call slot: every slot can be busy while as
 /// many requests again (lists, denials, resource reads) go on.
 const PER_ZABBIX_SLOT: usize = 2;
 /// The gate never gets narrower than this, whatever `MaxZabbixConcurrency` is.
 const MIN_WIDTH: usize = 32;
+
+/// No place freed up within the wait.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the sidecar is overloaded: {width} MCP requests stayed in progress for {}s; nothing was done, retry later",
+    .wait.as_secs()
+)]
+pub(crate) struct GateFull {
+    width: usize,
+    wait: Duration,
+}
 
 pub(crate) struct McpGate {
     slots: Arc<Semaphore>,
@@ -47,8 +54,8 @@ impl McpGate {
         self.width.saturating_sub(self.slots.available_permits())
     }
 
-    /// A place among the requests being answered, or the 503 to answer when none freed up within `wait`.
-    pub(crate) async fn enter(&self) -> Result<Inside, Response<Body>> {
+    /// A place among the requests being answered, or why none freed up within `wait`.
+    pub(crate) async fn enter(&self) -> Result<Inside, GateFull> {
         match tokio::time::timeout(self.wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(Inside {
                 _permit: Arc::new(permit),
@@ -56,20 +63,13 @@ impl McpGate {
             // Never closed; treated as overload rather than a panic.
             Ok(Err(_)) | Err(_) => {
                 tracing::info!(
-                    http.response.status_code = 503u16,
                     width = self.width,
                     "request refused: MCP requests at the limit (overloaded)"
                 );
-                let mut response = json_response(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &json!({"error": "overloaded", "message": format!(
-                        "the sidecar is overloaded: {} MCP requests stayed in progress for {}s; nothing was done, retry later",
-                        self.width, self.wait.as_secs())}),
-                );
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-                Err(response)
+                Err(GateFull {
+                    width: self.width,
+                    wait: self.wait,
+                })
             }
         }
     }
@@ -90,15 +90,14 @@ mod tests {
     use super::McpGate;
 
     #[tokio::test]
-    async fn a_full_gate_answers_503_overloaded_after_its_wait() {
+    async fn a_full_gate_refuses_after_its_wait() {
         let gate = McpGate::new(1, Duration::from_millis(10));
         let mut held = Vec::new();
         for _ in 0..super::MIN_WIDTH {
             held.push(gate.enter().await.ok().unwrap());
         }
         let refused = gate.enter().await.err().unwrap();
-        assert_eq!(refused.status(), http::StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(refused.headers()["retry-after"], "1");
+        assert!(refused.to_string().contains("32 MCP requests"), "{refused}");
         held.pop();
         assert!(gate.enter().await.is_ok());
     }

@@ -6,6 +6,7 @@ pub(crate) mod body;
 mod conn;
 mod direct;
 mod direct_parse;
+mod drain;
 mod gate;
 pub mod guard;
 pub mod hangup;

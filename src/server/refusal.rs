@@ -9,8 +9,9 @@
 //! MCP-Protocol-Version: 1999-01-01`, `Method Not Allowed`): [`from_rmcp`] reads such an
 //! answer by its status and says what is wrong with the request, in our words.
 //!
-//! Admission refusals (a token, Host/Origin, the session caps, the MCP gate) keep their
-//! `{error, message}` shape: they are not about the message.
+//! Admission refusals (a token, Host/Origin, the session caps) keep their `{error,
+//! message}` shape: they are not about the message. The MCP gate's refusal concerns one
+//! request and is its error, as `MaxRequestsPerSession`'s is.
 
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use serde::de::IgnoredAny;
 use crate::mcp::errors;
 use crate::server::body::BodyError;
 use crate::server::direct;
+use crate::server::gate::GateFull;
 use crate::server::in_flight::NotClaimed;
 use crate::server::malformed::{self, MalformedBody};
 use crate::server::routes::{Body, json_response};
@@ -61,6 +63,9 @@ pub(crate) enum Refused {
     Malformed(#[from] MalformedBody),
     #[error(transparent)]
     Body(#[from] BodyError),
+    /// The MCP gate stayed full for `Timeout`.
+    #[error(transparent)]
+    Overloaded(#[from] GateFull),
     /// A reused id, or a session at `MaxRequestsPerSession`.
     #[error(transparent)]
     InSession(#[from] NotClaimed),
@@ -117,12 +122,15 @@ impl Refused {
     /// The answer: `id` is the refused request's (none for a body that is no request).
     pub(crate) fn response(&self, id: Option<RequestId>) -> Response<Body> {
         let (status, body) = errors::refused(self, id);
-        let reason = crate::display::escape_text(&self.to_string());
-        tracing::info!(
-            http.response.status_code = status.as_u16(),
-            %reason,
-            "request refused: not a valid MCP request"
-        );
+        // The gate logs its own refusal.
+        if !matches!(self, Refused::Overloaded(_)) {
+            let reason = crate::display::escape_text(&self.to_string());
+            tracing::info!(
+                http.response.status_code = status.as_u16(),
+                %reason,
+                "request refused: not a valid MCP request"
+            );
+        }
         let mut response = json_response(status, &body);
         let headers = response.headers_mut();
         match self {
@@ -132,7 +140,7 @@ impl Refused {
                 }
             }
             // A session at its limit says it in its 200's body (`retry_after_seconds`).
-            Refused::Body(BodyError::OverBudget(_)) => {
+            Refused::Body(BodyError::OverBudget(_)) | Refused::Overloaded(_) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
@@ -156,6 +164,25 @@ pub(crate) fn request_id(body: &[u8]) -> Option<RequestId> {
             id: Some(id),
             method: Some(_),
         }) => Some(id),
+        _ => None,
+    }
+}
+
+/// The id of the request in `body` unless it is `initialize`: a client still connecting,
+/// whose refusal is its connection's and keeps its HTTP status.
+pub(crate) fn request_id_after_initialize(body: &[u8]) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(default)]
+        id: Option<RequestId>,
+        #[serde(default, borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    match serde_json::from_slice::<Head>(body) {
+        Ok(Head {
+            id: Some(id),
+            method: Some(method),
+        }) if method != "initialize" => Some(id),
         _ => None,
     }
 }

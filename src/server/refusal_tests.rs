@@ -219,3 +219,25 @@ fn only_a_request_has_an_id_to_answer() {
     let refused = Refused::SessionRequired;
     assert!(refused.to_string().contains("Mcp-Session-Id"));
 }
+
+#[test]
+fn a_request_after_initialize_has_its_id_read() {
+    use super::request_id_after_initialize as id_of;
+    assert_eq!(
+        id_of(br#"{"method":"tools/call","params":{},"jsonrpc":"2.0","id":4}"#),
+        Some(RequestId::Number(4))
+    );
+    assert_eq!(
+        id_of(br#"{"jsonrpc":"2.0","id":"x","method":"tools\/list"}"#),
+        Some(RequestId::String("x".into()))
+    );
+    // A client still connecting, a notification, no request at all.
+    for body in [
+        &br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#[..],
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        b"not json",
+    ] {
+        assert_eq!(id_of(body), None, "{}", String::from_utf8_lossy(body));
+    }
+}

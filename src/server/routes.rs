@@ -29,7 +29,7 @@ use crate::server::guard::{self, AllowedHosts, GuardError};
 use crate::server::hangup::{CallWatch, HangupGuard};
 use crate::server::listeners::{self, Listeners};
 use crate::server::ready::Readiness;
-use crate::server::refusal::{self, RefusalContext};
+use crate::server::refusal::{self, RefusalContext, Refused};
 use crate::server::sessions::{Admission, SessionOwners};
 use crate::zabbix::Caller;
 
@@ -147,14 +147,13 @@ where
                         };
                     let response = match &mcp.sessions {
                         None => {
-                            let inside = match mcp.gate.enter().await {
-                                Ok(inside) => inside,
+                            let (inside, mut request) = match enter(mcp, request).await {
+                                Ok(entered) => entered,
                                 Err(response) => return response,
                             };
                             // Stateless answers are whole JSON bodies (listen streams aside):
                             // reads splice their text in.
                             let splice = Splice::default();
-                            let mut request = request;
                             request.extensions_mut().insert(inside);
                             request.extensions_mut().insert(splice.clone());
                             splice.apply(mcp.call(request).await).await
@@ -166,7 +165,7 @@ where
                     };
                     response.map(|body| hangup.into_body(body).boxed())
                 }
-                Err(error) => refused(&error),
+                Err(error) => refused_request(&app, mcp, request, &error).await,
             }
         }
         _ => {
@@ -251,12 +250,26 @@ async fn in_session(
         }
         // Outside sessions as in the stateless mode: through the gate.
         Admission::Sessionless => {
-            let inside = mcp.gate.enter().await?;
-            let mut request = request;
+            let (inside, mut request) = enter(mcp, request).await?;
             request.extensions_mut().insert(inside);
             mcp.call(request).await
         }
     })
+}
+
+/// A place in the MCP gate for `request`, or the refusal of that request (its JSON-RPC
+/// error, with its id).
+async fn enter(
+    mcp: &McpEndpoint,
+    request: Request<Full<Bytes>>,
+) -> Result<(Inside, Request<Full<Bytes>>), Response<Body>> {
+    match mcp.gate.enter().await {
+        Ok(inside) => Ok((inside, request)),
+        Err(full) => {
+            let (_, bytes) = direct::into_bytes(request).await;
+            Err(Refused::from(full).response(refusal::request_id(&bytes)))
+        }
+    }
 }
 
 /// rmcp answers the `DELETE` that ends a session with 202 and no body; the official
@@ -364,8 +377,37 @@ pub(crate) async fn readiness(app: &App, ready: &Readiness) -> Response<Body> {
     }
 }
 
-/// A request refused before MCP, answered as `mcp::errors::refusal` says.
-pub(crate) fn refused(error: &GuardError) -> Response<Body> {
+/// A request to `/mcp` refused before MCP. One refused for a reason of the moment (Zabbix
+/// could not tell who its token is now: `mcp::errors::refusal_rpc`) whose body is a
+/// JSON-RPC request other than `initialize` is that request's error in a 200; anything
+/// else is [`refused`].
+async fn refused_request<B>(
+    app: &App,
+    mcp: &McpEndpoint,
+    request: Request<B>,
+    error: &GuardError,
+) -> Response<Body>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Some(rpc) = errors::refusal_rpc(error).filter(|_| request.method() == Method::POST) else {
+        return refused(error);
+    };
+    // The body's share of the budget is held until the answer is built.
+    let (request, _share) = match read_body(request, app.config.limits.body, &mcp.bodies).await {
+        Ok(read) => read,
+        Err(_) => return closing(refused(error)),
+    };
+    let (_, bytes) = direct::into_bytes(request).await;
+    let Some(id) = refusal::request_id_after_initialize(&bytes) else {
+        return refused(error);
+    };
+    log_refused(error, StatusCode::OK);
+    json_response(StatusCode::OK, &rpc.body(id))
+}
+
+fn log_refused(error: &GuardError, status: StatusCode) {
     let refusal = errors::refusal(error);
     let reason = crate::display::escape_text(&error.to_string());
     if refusal.status == StatusCode::FORBIDDEN {
@@ -373,8 +415,14 @@ pub(crate) fn refused(error: &GuardError) -> Response<Body> {
     } else if refusal.code == "identity_incomplete" {
         tracing::warn!(%reason, "request refused: incomplete caller identity");
     } else {
-        tracing::info!(http.response.status_code = refusal.status.as_u16(), %reason, "request refused");
+        tracing::info!(http.response.status_code = status.as_u16(), %reason, "request refused");
     }
+}
+
+/// A request refused before MCP, answered as `mcp::errors::refusal` says.
+pub(crate) fn refused(error: &GuardError) -> Response<Body> {
+    let refusal = errors::refusal(error);
+    log_refused(error, refusal.status);
     let mut response = json_response(
         refusal.status,
         &json!({"error": refusal.code, "message": errors::refusal_message(error)}),

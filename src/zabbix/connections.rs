@@ -17,7 +17,10 @@
 //!   reused one (a frontend closing an idle connection as it is taken); a write never is,
 //!   so a write reaches Zabbix at most once. A write goes on a new HTTP/1.1 connection,
 //!   never an idle one, so a frontend's keep-alive close cannot race it (HTTP/2's shared
-//!   connection carries writes too).
+//!   connection carries writes too). An HTTP/2 stream the frontend refused unprocessed
+//!   (above the last-stream-id of its GOAWAY, or reset with REFUSED_STREAM: RFC 9113
+//!   §6.8, §8.7) is sent again once on a new connection, a write too: the frontend said
+//!   none of it was processed. A stream at or below that id may have been, and is not.
 //! - Why not hyper-util's pooled client: against a frontend that closes every connection
 //!   (the lab's `php -S`), its pool, checkout and connect race were about 600 of the
 //!   5,700 cache lines of code a call ran (docs/performance-log.md), and its connector asked
@@ -223,6 +226,7 @@ impl Connections {
         sending: &AtomicBool,
     ) -> Result<(StatusCode, Bytes), ConnectionError> {
         let mut reused = self.checkout(resend).await;
+        let mut refused_once = false;
         loop {
             let (mut sender, was_reused, made) = match reused.take() {
                 Some((sender, made)) => (sender, true, made),
@@ -246,7 +250,15 @@ impl Connections {
                 Err(error) if error.message().is_some() => {
                     return Err(ConnectionError::NotSent(error.into_error()));
                 }
-                Err(error) => return Err(ConnectionError::Send(error.into_error())),
+                Err(error) => {
+                    let error = error.into_error();
+                    if !refused_once && refused_unprocessed(&error) {
+                        refused_once = true;
+                        tracing::debug!(%error, "Zabbix refused the HTTP/2 stream unprocessed; sending again on a new connection");
+                        continue;
+                    }
+                    return Err(ConnectionError::Send(error));
+                }
             };
             let keep = keeps_open(&response);
             let status = response.status();
@@ -492,6 +504,23 @@ async fn drive<F: Future<Output = hyper::Result<()>>>(connection: F) {
     if let Err(error) = connection.await {
         tracing::debug!(%error, "Zabbix connection closed with an error");
     }
+}
+
+/// The frontend said it processed none of the request: an HTTP/2 stream above the
+/// last-stream-id of the GOAWAY it sent (h2 fails only those streams with the GOAWAY's
+/// error; the others end with the connection, as a broken pipe), or one it reset with
+/// REFUSED_STREAM.
+fn refused_unprocessed(error: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(h2) = cause.downcast_ref::<h2::Error>() {
+            return h2.is_remote()
+                && (h2.is_go_away()
+                    || (h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM)));
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// Whether the connection stays open after this answer: HTTP/1.1 unless it says `close`,

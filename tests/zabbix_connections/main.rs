@@ -7,6 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod goaway;
 mod silence;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
