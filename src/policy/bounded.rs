@@ -11,7 +11,9 @@
 //!
 //! More such builtins are bounded in [`values`] (`units.parse`, `units.parse_bytes`,
 //! `net.cidr_expand`), and [`text`] keeps two that panicked on agent text from doing so.
-//! [`cutset`] trims in time the sizes of text and cutset add up to rather than multiply.
+//! Builtins whose work grows with the SIZE of agent text, beyond what a builtin that reads
+//! its text once costs: [`built`] bounds the results of `concat` and the replaces, and
+//! [`cutset`] trims in time the sizes add up to rather than multiply.
 //!
 //! The compiled program's builtin table is public: these wrappers take the place of the
 //! builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
@@ -19,6 +21,7 @@
 //! turn it into a yes) and the engine turns into a named denial. The interpreter fallback
 //! gets the same wrappers as extensions, which it looks up before builtins.
 
+mod built;
 mod cutset;
 mod text;
 mod values;
@@ -43,7 +46,7 @@ const RANGE_STEP: &str = "numbers.range_step";
 const SPRINTF: &str = "sprintf";
 
 /// Each wrapper, the builtin whose place it takes and that builtin's number of arguments.
-const WRAPPERS: [(&str, Builtin, u8); 11] = [
+const WRAPPERS: [(&str, Builtin, u8); 15] = [
     (RANGE, range, 2),
     (RANGE_STEP, range_step, 3),
     (SPRINTF, sprintf, 2),
@@ -52,6 +55,10 @@ const WRAPPERS: [(&str, Builtin, u8); 11] = [
     (values::CIDR_EXPAND, values::cidr_expand, 1),
     (text::PARSE_DURATION, text::parse_duration_ns, 1),
     (text::STRINGS_COUNT, text::strings_count, 2),
+    (built::CONCAT, built::concat, 2),
+    (built::REPLACE, built::replace, 3),
+    (built::REPLACE_N, built::replace_n, 2),
+    (built::REGEX_REPLACE, built::regex_replace, 3),
     (cutset::TRIM, cutset::trim, 2),
     (cutset::TRIM_LEFT, cutset::trim_left, 2),
     (cutset::TRIM_RIGHT, cutset::trim_right, 2),
