@@ -11,9 +11,9 @@
 //!
 //! More such builtins are bounded in [`values`] (`units.parse`, `units.parse_bytes`,
 //! `net.cidr_expand`), and [`text`] keeps two that panicked on agent text from doing so.
-//! Builtins whose work grows with the SIZE of agent text, beyond what a builtin that reads
-//! its text once costs: [`built`] bounds the results of `concat` and the replaces, and
-//! [`cutset`] trims in time the sizes add up to rather than multiply.
+//! Builtins whose work grows with the size of agent text faster than reading it once:
+//! [`built`] bounds the results of `concat` and the replaces, [`cutset`] trims in time the
+//! sizes add up to rather than multiply, and [`yaml`] refuses nesting past the parser's.
 //!
 //! The compiled program's builtin table is public: these wrappers take the place of the
 //! builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
@@ -25,6 +25,7 @@ mod built;
 mod cutset;
 mod text;
 mod values;
+mod yaml;
 
 use regorus::Source;
 use regorus::rvm::program::Program;
@@ -46,7 +47,7 @@ const RANGE_STEP: &str = "numbers.range_step";
 const SPRINTF: &str = "sprintf";
 
 /// Each wrapper, the builtin whose place it takes and that builtin's number of arguments.
-const WRAPPERS: [(&str, Builtin, u8); 15] = [
+const WRAPPERS: [(&str, Builtin, u8); 17] = [
     (RANGE, range, 2),
     (RANGE_STEP, range_step, 3),
     (SPRINTF, sprintf, 2),
@@ -62,6 +63,8 @@ const WRAPPERS: [(&str, Builtin, u8); 15] = [
     (cutset::TRIM, cutset::trim, 2),
     (cutset::TRIM_LEFT, cutset::trim_left, 2),
     (cutset::TRIM_RIGHT, cutset::trim_right, 2),
+    (yaml::YAML_UNMARSHAL, yaml::yaml_unmarshal, 1),
+    (yaml::YAML_IS_VALID, yaml::yaml_is_valid, 1),
 ];
 
 /// Puts the bounded wrappers in place of their builtins in a compiled program.
