@@ -13,7 +13,8 @@
 //! `net.cidr_expand`), and [`text`] keeps two that panicked on agent text from doing so.
 //! Builtins whose work grows with the size of agent text faster than reading it once:
 //! [`built`] bounds the results of `concat` and the replaces, [`cutset`] trims in time the
-//! sizes add up to rather than multiply, and [`yaml`] refuses nesting past the parser's.
+//! sizes add up to rather than multiply, [`yaml`] refuses nesting past the parser's, and
+//! [`pairs`] bounds the comparisons of the prefix and suffix matches.
 //!
 //! The compiled program's builtin table is public: these wrappers take the place of the
 //! builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
@@ -23,6 +24,7 @@
 
 mod built;
 mod cutset;
+mod pairs;
 mod text;
 mod values;
 mod yaml;
@@ -47,7 +49,7 @@ const RANGE_STEP: &str = "numbers.range_step";
 const SPRINTF: &str = "sprintf";
 
 /// Each wrapper, the builtin whose place it takes and that builtin's number of arguments.
-const WRAPPERS: [(&str, Builtin, u8); 17] = [
+const WRAPPERS: [(&str, Builtin, u8); 19] = [
     (RANGE, range, 2),
     (RANGE_STEP, range_step, 3),
     (SPRINTF, sprintf, 2),
@@ -65,6 +67,8 @@ const WRAPPERS: [(&str, Builtin, u8); 17] = [
     (cutset::TRIM_RIGHT, cutset::trim_right, 2),
     (yaml::YAML_UNMARSHAL, yaml::yaml_unmarshal, 1),
     (yaml::YAML_IS_VALID, yaml::yaml_is_valid, 1),
+    (pairs::ANY_PREFIX_MATCH, pairs::any_prefix_match, 2),
+    (pairs::ANY_SUFFIX_MATCH, pairs::any_suffix_match, 2),
 ];
 
 /// Puts the bounded wrappers in place of their builtins in a compiled program.
