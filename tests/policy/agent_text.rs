@@ -166,31 +166,51 @@ fn distinct_names(count: u32) -> Vec<String> {
 async fn agent_sized_text_in_builtins_that_multiply_it_answers_at_once() {
     // `all` is the agent's names as one text. concat puts it between each two of its
     // characters (229,500 × 918 kB); trim_left looked each character up in it from the
-    // start (229,500²/2 lookups).
+    // start (229,500²/2 lookups); any_prefix_match compares each character with each pair
+    // of them (229,500 × 114,750); the YAML scanner's work grew with the depth of 63,000
+    // open braces at every token.
     let (guard, client, log) = denying(
         "all := concat(\"\", input.arguments.names)\n\
         deny contains \"names repeat\" if {\n\
             input.tool.name == \"hostgroup_get\"\n\
+            input.arguments.limit == 1\n\
             contains(concat(all, split(all, \"\")), \"web\")\n\
+        }\n\
+        deny contains \"names share a prefix\" if {\n\
+            input.tool.name == \"hostgroup_get\"\n\
+            input.arguments.limit == 2\n\
+            strings.any_prefix_match(split(all, \"\"), regex.find_n(\"..\", all, -1))\n\
         }\n\
         deny contains \"names trim to nothing\" if {\n\
             input.tool.name == \"templategroup_get\"\n\
+            input.arguments.limit == 1\n\
             trim_left(all, all) == \"\"\n\
+        }\n\
+        deny contains \"names are no YAML\" if {\n\
+            input.tool.name == \"templategroup_get\"\n\
+            input.arguments.limit == 2\n\
+            not yaml.is_valid(all)\n\
         }",
     )
     .await;
     let lab = common::lab(7);
     let other = common::client(&guard, &lab.token).await;
     let names = json!({"names": distinct_names(900), "limit": 1});
-    // Before: the concat asked for 210 GB at once (the process aborted), and the trim held
-    // the runtime's one thread for minutes, this other session's host_get waiting with it.
-    let (built, trimmed, read_meanwhile) = tokio::join!(
+    let pairs = json!({"names": distinct_names(900), "limit": 2});
+    let braces = json!({"names": vec!["{a: ".repeat(63); 1000], "limit": 2});
+    // Before: the concat asked for 210 GB at once (the process aborted), and the others
+    // held the runtime's one thread for minutes, this other session's host_get waiting.
+    let (built, compared, trimmed, nested, read_meanwhile) = tokio::join!(
         tool_error(&client, "hostgroup_get", names.clone()),
+        tool_error(&client, "hostgroup_get", pairs),
         tool_error(&client, "templategroup_get", names),
+        tool_error(&client, "templategroup_get", braces),
         read(&other, "host_get", json!({"limit": 1})),
     );
-    let reason = denied_for(&built);
-    assert!(reason.contains("memory limit"), "{reason}");
+    for err in [&built, &compared, &nested] {
+        let reason = denied_for(err);
+        assert!(reason.contains("memory limit"), "{reason}");
+    }
     assert_eq!(denied_for(&trimmed), "names trim to nothing");
     assert_eq!(read_meanwhile["count"], 1, "{read_meanwhile}");
     logged_denial(&log, &built).await;
