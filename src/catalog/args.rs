@@ -173,13 +173,21 @@ fn check(def: &ArgDef, value: &Value, version: ZabbixVersion) -> Result<Value, A
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Value::Array(ids))
         }
-        ArgType::Strings => {
+        ArgType::Strings { max_len } => {
             let list = list_of(name, value, "strings")?;
             for (i, v) in list.iter().enumerate() {
-                if v.as_str().is_none_or(str::is_empty) {
-                    return Err(err(format!(
-                        "{name}[{i}] must be a non-empty string, got {v}"
-                    )));
+                match v.as_str() {
+                    Some(s) if !s.is_empty() && s.chars().count() > *max_len => {
+                        return Err(err(format!(
+                            "{name}[{i}] must be at most {max_len} characters long"
+                        )));
+                    }
+                    Some(s) if !s.is_empty() => {}
+                    _ => {
+                        return Err(err(format!(
+                            "{name}[{i}] must be a non-empty string, got {v}"
+                        )));
+                    }
                 }
             }
             Ok(value.clone())

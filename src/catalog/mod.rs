@@ -101,8 +101,10 @@ pub struct ArgDef {
 pub enum ArgType {
     /// A list of Zabbix IDs; each may be a string of digits or a non-negative integer.
     Ids,
-    /// A list of non-empty strings.
-    Strings,
+    /// A list of non-empty strings of at most `max_len` characters each.
+    Strings {
+        max_len: usize,
+    },
     /// One non-empty string of at most `max_len` characters.
     Text {
         max_len: usize,

@@ -12,6 +12,11 @@ pub(super) const V6_0: ZabbixVersion = ZabbixVersion::new(6, 0, 0);
 pub(super) const V6_2: ZabbixVersion = ZabbixVersion::new(6, 2, 0);
 pub(super) const V8_0: ZabbixVersion = ZabbixVersion::new(8, 0, 0);
 
+/// The longest name an exact-name filter takes: host and template group names and macro
+/// names are 255 characters in Zabbix (6.0 to 7.0), so a longer one names nothing, and
+/// unbounded it put up to a whole request's text in front of the policy.
+pub(super) const NAME_MAX_LEN: usize = 255;
+
 pub(super) const fn ids(name: &'static str, what: &'static str) -> ArgDef {
     ids_as(name, what, name)
 }

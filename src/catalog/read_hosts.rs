@@ -1,8 +1,8 @@
 //! Read tools for host groups, template groups, hosts and templates (part of `read::READ_TOOLS`).
 
 use crate::catalog::read::{
-    GROUPS, HOST_OUTPUT, LIMIT, PARENT_TEMPLATES, TAGS, TEMPLATE_GROUPS, TEMPLATE_OUTPUT, TRIGGERS,
-    V6_0, V6_2, ids, search,
+    GROUPS, HOST_OUTPUT, LIMIT, NAME_MAX_LEN, PARENT_TEMPLATES, TAGS, TEMPLATE_GROUPS,
+    TEMPLATE_OUTPUT, TRIGGERS, V6_0, V6_2, ids, search,
 };
 use crate::catalog::{
     ArgDef, ArgType, Behaviour, Mapping, Query, ResourceDef, ResourceKind, Sort, ToolDef,
@@ -20,7 +20,9 @@ pub(super) const HOSTGROUP_GET: ToolDef = ToolDef {
         ids("groupids", "Return only these host group IDs."),
         ArgDef {
             name: "names",
-            ty: ArgType::Strings,
+            ty: ArgType::Strings {
+                max_len: NAME_MAX_LEN,
+            },
             description: "Return only host groups with exactly these names.",
             required: false,
             maps_to: Mapping::Filter("name"),
@@ -63,7 +65,9 @@ pub(super) const TEMPLATEGROUP_GET: ToolDef = ToolDef {
         ids("groupids", "Return only these template group IDs."),
         ArgDef {
             name: "names",
-            ty: ArgType::Strings,
+            ty: ArgType::Strings {
+                max_len: NAME_MAX_LEN,
+            },
             description: "Return only template groups with exactly these names.",
             required: false,
             maps_to: Mapping::Filter("name"),

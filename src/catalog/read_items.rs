@@ -1,7 +1,8 @@
 //! Read tools for items, discovery rules, interfaces, macros and triggers (part of `read::READ_TOOLS`).
 
 use crate::catalog::read::{
-    ITEM_DEFINITION, ITEM_OUTPUT, LIMIT, TAGS, TRIGGER_OUTPUT, V6_0, ids, ids_as, search,
+    ITEM_DEFINITION, ITEM_OUTPUT, LIMIT, NAME_MAX_LEN, TAGS, TRIGGER_OUTPUT, V6_0, ids, ids_as,
+    search,
 };
 use crate::catalog::{
     ArgDef, ArgRule, ArgType, Behaviour, Mapping, Query, ResourceDef, ResourceKind, Select,
@@ -150,7 +151,9 @@ pub(super) const MACRO_GET: ToolDef = ToolDef {
         },
         ArgDef {
             name: "macro_names",
-            ty: ArgType::Strings,
+            ty: ArgType::Strings {
+                max_len: NAME_MAX_LEN,
+            },
             description: "Return only these macros, e.g. \"{$SNMP_COMMUNITY}\".",
             required: false,
             maps_to: Mapping::Filter("macro"),

@@ -18,9 +18,9 @@ pub fn input_schema(tool: &ToolDef, version: ZabbixVersion) -> Map<String, Value
                 "type": "array", "minItems": 1, "maxItems": 1000,
                 "items": {"type": ["string", "integer"], "pattern": "^[0-9]+$", "minimum": 0}
             }),
-            ArgType::Strings => json!({
+            ArgType::Strings { max_len } => json!({
                 "type": "array", "minItems": 1, "maxItems": 1000,
-                "items": {"type": "string", "minLength": 1}
+                "items": {"type": "string", "minLength": 1, "maxLength": max_len}
             }),
             ArgType::Text { max_len } => {
                 json!({"type": "string", "minLength": 1, "maxLength": max_len})

@@ -356,3 +356,35 @@ fn a_long_refused_value_is_quoted_in_part() {
         "type must be one of float, character, log, unsigned, text, got \"x\""
     );
 }
+
+/// An exact-name filter takes names as long as Zabbix's (255 characters: group and macro
+/// names); unbounded, one name could be most of a 1 MB request, all of it in front of the
+/// policy's builtins.
+#[test]
+fn exact_names_are_at_most_as_long_as_zabbix_names() {
+    let longest = "é".repeat(255);
+    for (tool, name, extra) in [
+        ("hostgroup_get", "names", json!({})),
+        ("templategroup_get", "names", json!({})),
+        ("macro_get", "macro_names", json!({"hostids": ["1"]})),
+    ] {
+        let mut raw = extra.clone();
+        raw[name] = json!(["web", longest]);
+        assert_eq!(ok(tool, raw)[name][1], json!(longest), "{tool}");
+        raw = extra;
+        raw[name] = json!(["web", "x".repeat(256)]);
+        assert_eq!(
+            fail(tool, raw),
+            format!("{name}[1] must be at most 255 characters long"),
+            "{tool}"
+        );
+        let schema = Value::Object(crate::catalog::schema::input_schema(
+            find(tool).unwrap(),
+            V70,
+        ));
+        assert_eq!(
+            schema["properties"][name]["items"]["maxLength"], 255,
+            "{tool}"
+        );
+    }
+}

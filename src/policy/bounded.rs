@@ -11,6 +11,10 @@
 //!
 //! More such builtins are bounded in [`values`] (`units.parse`, `units.parse_bytes`,
 //! `net.cidr_expand`), and [`text`] keeps two that panicked on agent text from doing so.
+//! Builtins whose work grows with the size of agent text faster than reading it once:
+//! [`built`] bounds the results of `concat` and the replaces, [`cutset`] trims in time the
+//! sizes add up to rather than multiply, [`yaml`] refuses nesting past the parser's, and
+//! [`pairs`] bounds the comparisons of the prefix and suffix matches.
 //!
 //! The compiled program's builtin table is public: these wrappers take the place of the
 //! builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
@@ -18,8 +22,12 @@
 //! turn it into a yes) and the engine turns into a named denial. The interpreter fallback
 //! gets the same wrappers as extensions, which it looks up before builtins.
 
+mod built;
+mod cutset;
+mod pairs;
 mod text;
 mod values;
+mod yaml;
 
 use regorus::Source;
 use regorus::rvm::program::Program;
@@ -41,7 +49,7 @@ const RANGE_STEP: &str = "numbers.range_step";
 const SPRINTF: &str = "sprintf";
 
 /// Each wrapper, the builtin whose place it takes and that builtin's number of arguments.
-const WRAPPERS: [(&str, Builtin, u8); 8] = [
+const WRAPPERS: [(&str, Builtin, u8); 19] = [
     (RANGE, range, 2),
     (RANGE_STEP, range_step, 3),
     (SPRINTF, sprintf, 2),
@@ -50,6 +58,17 @@ const WRAPPERS: [(&str, Builtin, u8); 8] = [
     (values::CIDR_EXPAND, values::cidr_expand, 1),
     (text::PARSE_DURATION, text::parse_duration_ns, 1),
     (text::STRINGS_COUNT, text::strings_count, 2),
+    (built::CONCAT, built::concat, 2),
+    (built::REPLACE, built::replace, 3),
+    (built::REPLACE_N, built::replace_n, 2),
+    (built::REGEX_REPLACE, built::regex_replace, 3),
+    (cutset::TRIM, cutset::trim, 2),
+    (cutset::TRIM_LEFT, cutset::trim_left, 2),
+    (cutset::TRIM_RIGHT, cutset::trim_right, 2),
+    (yaml::YAML_UNMARSHAL, yaml::yaml_unmarshal, 1),
+    (yaml::YAML_IS_VALID, yaml::yaml_is_valid, 1),
+    (pairs::ANY_PREFIX_MATCH, pairs::any_prefix_match, 2),
+    (pairs::ANY_SUFFIX_MATCH, pairs::any_suffix_match, 2),
 ];
 
 /// Puts the bounded wrappers in place of their builtins in a compiled program.
@@ -273,7 +292,7 @@ mod tests {
     /// `interpreter`: a rule reading `data` as a whole, which the VM does not compile.
     /// `rules` in a policy of their own, where `open` is true (on the interpreter, read
     /// from data: a policy with data falls back to it), compiled on the VM or not.
-    fn compile_rules(rules: &str, interpreter: bool) -> PolicySet {
+    pub(super) fn compile_rules(rules: &str, interpreter: bool) -> PolicySet {
         let dir = temp_dir("bounded");
         let extra = if interpreter {
             "open := object.get(data, \"open\", true)"

@@ -149,3 +149,83 @@ async fn a_builtin_error_on_agent_text_denies_instead_of_skipping_a_rule() {
     }
     guard.stop().await;
 }
+
+/// `count` names of 255 characters, every character different (U+20000 on, four bytes
+/// each): 900 of them are 229,500 characters, 918 kB, most of a 1 MiB request.
+fn distinct_names(count: u32) -> Vec<String> {
+    (0..count)
+        .map(|n| {
+            (0..255)
+                .filter_map(|i| char::from_u32(0x2_0000 + n * 255 + i))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn agent_sized_text_in_builtins_that_multiply_it_answers_at_once() {
+    // `all` is the agent's names as one text. concat puts it between each two of its
+    // characters (229,500 × 918 kB); trim_left looked each character up in it from the
+    // start (229,500²/2 lookups); any_prefix_match compares each character with each pair
+    // of them (229,500 × 114,750); the YAML scanner's work grew with the depth of 63,000
+    // open braces at every token.
+    let (guard, client, log) = denying(
+        "all := concat(\"\", input.arguments.names)\n\
+        deny contains \"names repeat\" if {\n\
+            input.tool.name == \"hostgroup_get\"\n\
+            input.arguments.limit == 1\n\
+            contains(concat(all, split(all, \"\")), \"web\")\n\
+        }\n\
+        deny contains \"names share a prefix\" if {\n\
+            input.tool.name == \"hostgroup_get\"\n\
+            input.arguments.limit == 2\n\
+            strings.any_prefix_match(split(all, \"\"), regex.find_n(\"..\", all, -1))\n\
+        }\n\
+        deny contains \"names trim to nothing\" if {\n\
+            input.tool.name == \"templategroup_get\"\n\
+            input.arguments.limit == 1\n\
+            trim_left(all, all) == \"\"\n\
+        }\n\
+        deny contains \"names are no YAML\" if {\n\
+            input.tool.name == \"templategroup_get\"\n\
+            input.arguments.limit == 2\n\
+            not yaml.is_valid(all)\n\
+        }",
+    )
+    .await;
+    let lab = common::lab(7);
+    let other = common::client(&guard, &lab.token).await;
+    let names = json!({"names": distinct_names(900), "limit": 1});
+    let pairs = json!({"names": distinct_names(900), "limit": 2});
+    let braces = json!({"names": vec!["{a: ".repeat(63); 1000], "limit": 2});
+    // Before: the concat asked for 210 GB at once (the process aborted), and the others
+    // held the runtime's one thread for minutes, this other session's host_get waiting.
+    let (built, compared, trimmed, nested, read_meanwhile) = tokio::join!(
+        tool_error(&client, "hostgroup_get", names.clone()),
+        tool_error(&client, "hostgroup_get", pairs),
+        tool_error(&client, "templategroup_get", names),
+        tool_error(&client, "templategroup_get", braces),
+        read(&other, "host_get", json!({"limit": 1})),
+    );
+    for err in [&built, &compared, &nested] {
+        let reason = denied_for(err);
+        assert!(reason.contains("memory limit"), "{reason}");
+    }
+    assert_eq!(denied_for(&trimmed), "names trim to nothing");
+    assert_eq!(read_meanwhile["count"], 1, "{read_meanwhile}");
+    logged_denial(&log, &built).await;
+    // A name longer than Zabbix's (255 characters) names nothing: refused before the
+    // policy sees it.
+    let long = tool_error(
+        &client,
+        "hostgroup_get",
+        json!({"names": ["x".repeat(256)]}),
+    )
+    .await;
+    assert_eq!(long["code"], "invalid_arguments", "{long}");
+    assert_eq!(
+        long["message"],
+        "names[0] must be at most 255 characters long"
+    );
+    guard.stop().await;
+}
