@@ -329,10 +329,9 @@ async fn a_revoked_token_ends_its_listen_stream() {
     let lab = common::lab(7);
     let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
     let user = TestUser::create(&lab, &viewers, &[]).await;
-    // Checked in a task of its own so that the user is deleted even when an assertion fails.
-    let checked = tokio::spawn(ended_when_revoked(lab.clone(), user.clone())).await;
-    user.delete(&lab).await;
-    let guard = checked.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()));
+    let guard = user
+        .run(&lab, ended_when_revoked(lab.clone(), user.clone()))
+        .await;
     common::wait_until("the stream's place to be given back", WAIT, async || {
         listen_streams_open(&guard).await == 0.0
     })

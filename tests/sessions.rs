@@ -173,11 +173,9 @@ async fn a_revoked_tokens_sessions_are_closed() {
     let lab = common::lab(7);
     let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
     let user = TestUser::create(&lab, &viewers, &[]).await;
-    // Checked in a task of its own so that the user is deleted even when an assertion fails.
-    let checked = tokio::spawn(revoked_with_sessions(lab.clone(), user.clone())).await;
-    user.delete(&lab).await;
-    let (guard, other) =
-        checked.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()));
+    let (guard, other) = user
+        .run(&lab, revoked_with_sessions(lab.clone(), user.clone()))
+        .await;
     // The cache's minute, and a margin.
     common::wait_until(
         "the revoked token's session to close",

@@ -72,12 +72,8 @@ async fn replicas_sharing_redis_count_rejected_tokens_together() {
     // A token no replica has seen before (an accepted token is remembered for a day).
     let viewers = common::seed_id(&lab, "user_groups", "MCP Viewers");
     let user = TestUser::create(&lab, &viewers, &[]).await;
-    // Checked in a task of its own so that the user is deleted even when an assertion fails.
-    let checked = tokio::spawn(count_together(lab.clone(), user.token.clone())).await;
-    user.delete(&lab).await;
-    if let Err(error) = checked {
-        std::panic::resume_unwind(error.into_panic());
-    }
+    user.run(&lab, count_together(lab.clone(), user.token.clone()))
+        .await;
 }
 
 async fn count_together(lab: common::Lab, token: String) {

@@ -13,12 +13,8 @@ async fn an_approver_whose_rights_were_taken_away_decides_nothing() {
     for lab in common::labs() {
         let admins = group_id(&lab, "Zabbix administrators").await;
         let user = zapi::TestUser::create(&lab, &admins, &[]).await;
-        // Checked in a task of its own so that the user is deleted even when it fails.
-        let checked = tokio::spawn(revoked(lab.clone(), user.clone(), admins)).await;
-        user.delete(&lab).await;
-        if let Err(error) = checked {
-            std::panic::resume_unwind(error.into_panic());
-        }
+        user.run(&lab, revoked(lab.clone(), user.clone(), admins))
+            .await;
     }
 }
 

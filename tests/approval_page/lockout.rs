@@ -19,12 +19,7 @@ async fn the_page_never_gets_an_approver_blocked_in_zabbix() {
     for lab in common::labs() {
         let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
         let user = zapi::TestUser::create(&lab, &guests, &[]).await;
-        // Checked in a task of its own so that the user is deleted even when it fails.
-        let checked = tokio::spawn(not_blocked(lab.clone(), user.clone())).await;
-        user.delete(&lab).await;
-        if let Err(error) = checked {
-            std::panic::resume_unwind(error.into_panic());
-        }
+        user.run(&lab, not_blocked(lab.clone(), user.clone())).await;
     }
 }
 
@@ -197,11 +192,7 @@ async fn replicas_on_one_redis_share_the_count_of_wrong_passwords() {
     let lab = common::lab(7);
     let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
     let user = zapi::TestUser::create(&lab, &guests, &[]).await;
-    let checked = tokio::spawn(shared(lab.clone(), user.clone())).await;
-    user.delete(&lab).await;
-    if let Err(error) = checked {
-        std::panic::resume_unwind(error.into_panic());
-    }
+    user.run(&lab, shared(lab.clone(), user.clone())).await;
 }
 
 async fn shared(lab: Lab, user: zapi::TestUser) {

@@ -91,6 +91,18 @@ pub struct TestUser {
 }
 
 impl TestUser {
+    /// Runs `test` in a task of its own and deletes this user whatever it did (an assertion
+    /// that fails included), then gives back the test's result or goes on with its panic.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        lab: &Lab,
+        test: impl Future<Output = T> + Send + 'static,
+    ) -> T {
+        let checked = tokio::spawn(test).await;
+        self.clone().delete(lab).await;
+        checked.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
+    }
+
     pub async fn create(lab: &Lab, usrgrpid: &str, denied_methods: &[&str]) -> TestUser {
         let name = unique("mcp-test");
         let role = admin(

@@ -26,13 +26,8 @@ async fn a_role_that_denies_usergroup_get_is_refused_not_groupless() {
     for lab in common::labs() {
         let viewers = seed_id(&lab, "user_groups", "MCP Viewers");
         let user = TestUser::create(&lab, &viewers, &["usergroup.get"]).await;
-        // Checked in a task of its own so that the user and role are deleted even when an
-        // assertion fails.
-        let checked = tokio::spawn(refused_for(lab.clone(), user.token.clone())).await;
-        user.delete(&lab).await;
-        if let Err(error) = checked {
-            std::panic::resume_unwind(error.into_panic());
-        }
+        user.run(&lab, refused_for(lab.clone(), user.token.clone()))
+            .await;
     }
 }
 
@@ -67,11 +62,8 @@ async fn a_user_in_no_group_is_refused_as_such() {
         serde_json::json!({"userid": user.userid, "usrgrps": []}),
     )
     .await;
-    let checked = tokio::spawn(refused_groupless(lab.clone(), user.token.clone())).await;
-    user.delete(&lab).await;
-    if let Err(error) = checked {
-        std::panic::resume_unwind(error.into_panic());
-    }
+    user.run(&lab, refused_groupless(lab.clone(), user.token.clone()))
+        .await;
 }
 
 async fn refused_groupless(lab: Lab, token: String) {
@@ -222,13 +214,8 @@ async fn a_token_revoked_since_its_acceptance_is_rejected_through_a_lockout() {
     let lab = common::lab(7);
     let viewers = seed_id(&lab, "user_groups", "MCP Viewers");
     let user = TestUser::create(&lab, &viewers, &[]).await;
-    // Checked in a task of its own so that the user and role are deleted even when an
-    // assertion fails.
-    let checked = tokio::spawn(revoked_through_a_lockout(lab.clone(), user.clone())).await;
-    user.delete(&lab).await;
-    if let Err(error) = checked {
-        std::panic::resume_unwind(error.into_panic());
-    }
+    user.run(&lab, revoked_through_a_lockout(lab.clone(), user.clone()))
+        .await;
 }
 
 async fn revoked_through_a_lockout(lab: Lab, user: TestUser) {

@@ -139,11 +139,7 @@ async fn a_write_whose_caller_zabbix_now_refuses_sends_nothing() {
     for lab in common::labs() {
         let operators = seed_id(&lab, "user_groups", "MCP Operators");
         let user = TestUser::create(&lab, &operators, &[]).await;
-        let checked = tokio::spawn(refused_now(lab.clone(), user.clone())).await;
-        user.delete(&lab).await;
-        if let Err(error) = checked {
-            std::panic::resume_unwind(error.into_panic());
-        }
+        user.run(&lab, refused_now(lab.clone(), user.clone())).await;
     }
 }
 
@@ -224,11 +220,7 @@ async fn a_write_whose_token_was_revoked_is_a_denial_in_the_decision_log() {
     for lab in common::labs() {
         let operators = seed_id(&lab, "user_groups", "MCP Operators");
         let user = TestUser::create(&lab, &operators, &[]).await;
-        let checked = tokio::spawn(revoked_now(lab.clone(), user.clone())).await;
-        user.delete(&lab).await;
-        if let Err(error) = checked {
-            std::panic::resume_unwind(error.into_panic());
-        }
+        user.run(&lab, revoked_now(lab.clone(), user.clone())).await;
     }
 }
 
