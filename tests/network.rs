@@ -50,13 +50,7 @@ async fn tls_inbound_with_a_real_mcp_client() {
 async fn tls_toward_zabbix_verified_failing_and_ignored() {
     let lab = common::lab(7);
     let pki = common::tls::pki("outbound");
-    let upstream = lab
-        .url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let upstream = common::host_port(&lab.url);
     let port = common::tls::front(&pki, upstream).await.port;
     let https_url = format!("https://localhost:{port}/api_jsonrpc.php");
 

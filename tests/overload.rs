@@ -270,13 +270,7 @@ async fn breakable_relay(upstream: String) -> (String, Arc<AtomicBool>) {
 async fn the_python_sdk_reads_an_identity_zabbix_cannot_give_now_as_the_calls_error() {
     const TOKEN: &str = "identity-moment-token";
     let stub = fault::start(Fault::Answer(json!([]))).await;
-    let upstream = stub
-        .url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let upstream = common::host_port(&stub.url);
     let (url, broken) = breakable_relay(upstream).await;
     let mut config = common::config_for(&url);
     config.timeout = Duration::from_secs(2);

@@ -198,8 +198,7 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
 async fn a_new_zabbix_ca_is_trusted_without_a_restart() {
     let lab = common::lab(7);
     let (old, new) = (pki("trust-old"), pki("trust-new"));
-    let upstream = lab.url.trim_start_matches("http://");
-    let upstream = upstream.split('/').next().unwrap().to_owned();
+    let upstream = common::host_port(&lab.url);
     let front = common::tls::front(&old, upstream).await;
     let bundle = Volume::new("trust-bundle", &[("ca.crt", old.ca_pem.clone().into())]);
     let mut config = config_for(&format!("https://localhost:{}/api_jsonrpc.php", front.port));
@@ -287,8 +286,7 @@ fn sighup_loads_a_renewed_certificate() {
         .enable_all()
         .build()
         .unwrap();
-    let upstream = lab.url.trim_start_matches("http://");
-    let upstream = upstream.split('/').next().unwrap().to_owned();
+    let upstream = common::host_port(&lab.url);
     let front = runtime.block_on(common::tls::front(&old, upstream));
     let frontend = format!("https://localhost:{}", front.port);
     let mut child = common::binary(&frontend, port, &log)

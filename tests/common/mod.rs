@@ -165,6 +165,12 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// `host:port` of an `http://` URL, as relays and TLS fronts connect to it.
+pub fn host_port(url: &str) -> String {
+    let rest = url.trim_start_matches("http://");
+    rest.split('/').next().unwrap_or(rest).to_owned()
+}
+
 /// A fresh path (not made yet) in a directory of its own, unique per call.
 pub fn temp_path(name: &str) -> PathBuf {
     scratch_dir(name).join(name)

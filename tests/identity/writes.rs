@@ -144,6 +144,58 @@ async fn a_write_whose_caller_zabbix_now_refuses_sends_nothing() {
 }
 
 async fn refused_now(lab: Lab, user: TestUser) {
+    let denied = json!({"api.access": 1, "api.mode": 0, "api": ["usergroup.get"]});
+    let change = common::zapi::admin(
+        &lab,
+        "role.update",
+        json!({"roleid": user.roleid, "rules": denied}),
+    );
+    let refused = write_refused_after(&lab, &user, async {
+        change.await;
+    })
+    .await;
+    let answer = &refused.answer;
+    assert_eq!(
+        answer["code"], "identity_incomplete",
+        "Zabbix {}: {answer}",
+        lab.major
+    );
+    let text = answer["message"].as_str().unwrap();
+    assert!(
+        text.contains("usergroup.get") && text.ends_with("nothing was sent to Zabbix"),
+        "{text}"
+    );
+    assert_refusal_logged(&refused.log, answer, "usergroup.get");
+    // The identity cached for reads went with the refusal.
+    let (status, body) =
+        common::raw_initialize(&reqwest::Client::new(), &refused.guard.url, &user.token).await;
+    assert_eq!(status, 503, "Zabbix {}: {body}", lab.major);
+    assert_eq!(body["error"], "identity_incomplete", "{body}");
+    refused.stop().await;
+}
+
+/// A write refused after `change` was made in Zabbix, with nothing sent: a sidecar logging
+/// decisions to a file, a session of `user` that read once (its identity cached for reads),
+/// `change`, then a `problem_annotate` whose message Zabbix never gets.
+struct Refused {
+    guard: common::Guard,
+    client: common::Client,
+    log: std::path::PathBuf,
+    answer: Value,
+}
+
+impl Refused {
+    async fn stop(self) {
+        let _ = self.client.cancel().await;
+        self.guard.stop().await;
+    }
+}
+
+async fn write_refused_after(
+    lab: &Lab,
+    user: &TestUser,
+    change: impl Future<Output = ()>,
+) -> Refused {
     let config = config_for(&lab.url);
     let DecisionLogSink::File(log) = config.decision_log.clone() else {
         unreachable!("config_for logs to a file")
@@ -151,42 +203,24 @@ async fn refused_now(lab: Lab, user: TestUser) {
     let guard = start_with(config).await;
     let client = common::client(&guard, &user.token).await;
     common::read(&client, "host_get", json!({"limit": 1})).await;
-    let denied = json!({"api.access": 1, "api.mode": 0, "api": ["usergroup.get"]});
-    common::zapi::admin(
-        &lab,
-        "role.update",
-        json!({"roleid": user.roleid, "rules": denied}),
-    )
-    .await;
-    let event = seed_id(&lab, "problems", "MCP uint too high");
+    change.await;
+    let event = seed_id(lab, "problems", "MCP uint too high");
     let message = common::zapi::unique("mcp-never-sent");
     let args = json!({"eventids": [event], "message": message});
-    let refused = common::tool_error(&client, "problem_annotate", args).await;
-    assert_eq!(
-        refused["code"], "identity_incomplete",
-        "Zabbix {}: {refused}",
-        lab.major
-    );
-    let text = refused["message"].as_str().unwrap();
+    let answer = common::tool_error(&client, "problem_annotate", args).await;
     assert!(
-        text.contains("usergroup.get") && text.ends_with("nothing was sent to Zabbix"),
-        "{text}"
-    );
-    assert_refusal_logged(&log, &refused, "usergroup.get");
-    assert!(
-        !common::zapi::acknowledgements(&lab, &event)
+        !common::zapi::acknowledgements(lab, &event)
             .await
             .contains(&message),
         "Zabbix {}: sent",
         lab.major
     );
-    // The identity cached for reads went with the refusal.
-    let (status, body) =
-        common::raw_initialize(&reqwest::Client::new(), &guard.url, &user.token).await;
-    assert_eq!(status, 503, "Zabbix {}: {body}", lab.major);
-    assert_eq!(body["error"], "identity_incomplete", "{body}");
-    let _ = client.cancel().await;
-    guard.stop().await;
+    Refused {
+        guard,
+        client,
+        log,
+        answer,
+    }
 }
 
 /// The refused write's own line in the decision log: a denial of the call, under the id the
@@ -225,31 +259,12 @@ async fn a_write_whose_token_was_revoked_is_a_denial_in_the_decision_log() {
 }
 
 async fn revoked_now(lab: Lab, user: TestUser) {
-    let config = config_for(&lab.url);
-    let DecisionLogSink::File(log) = config.decision_log.clone() else {
-        unreachable!("config_for logs to a file")
-    };
-    let guard = start_with(config).await;
-    let client = common::client(&guard, &user.token).await;
-    common::read(&client, "host_get", json!({"limit": 1})).await;
-    user.revoke_token(&lab).await;
-    let event = seed_id(&lab, "problems", "MCP uint too high");
-    let message = common::zapi::unique("mcp-never-sent");
-    let args = json!({"eventids": [event], "message": message});
-    let refused = common::tool_error(&client, "problem_annotate", args).await;
+    let refused = write_refused_after(&lab, &user, user.revoke_token(&lab)).await;
     assert_eq!(
-        refused["code"], "unauthorized",
-        "Zabbix {}: {refused}",
-        lab.major
+        refused.answer["code"], "unauthorized",
+        "Zabbix {}: {}",
+        lab.major, refused.answer
     );
-    assert_refusal_logged(&log, &refused, "not accepted by Zabbix");
-    assert!(
-        !common::zapi::acknowledgements(&lab, &event)
-            .await
-            .contains(&message),
-        "Zabbix {}: sent",
-        lab.major
-    );
-    let _ = client.cancel().await;
-    guard.stop().await;
+    assert_refusal_logged(&refused.log, &refused.answer, "not accepted by Zabbix");
+    refused.stop().await;
 }

@@ -142,12 +142,8 @@ async fn a_silent_http2_connection_is_left_after_a_timeout() {
 #[tokio::test]
 async fn idle_http1_connections_are_left_after_a_timeout() {
     let (front_url, seen) = plain_front(Keep::Open).await;
-    let front = front_url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap();
-    let (port, relay) = relay(front.to_owned()).await;
+    let front = common::host_port(&front_url);
+    let (port, relay) = relay(front).await;
     let client = Arc::new(impatient_client(
         &format!("http://127.0.0.1:{port}/api_jsonrpc.php"),
         None,
