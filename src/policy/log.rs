@@ -133,7 +133,7 @@ struct DecisionLine<'a, I: Serialize> {
     path: &'static str,
     input: I,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<RegoJson<'a>>,
+    result: Option<ResultJson<'a>>,
     /// What the sidecar enforced, after fail-closed checks and the mode.
     decision: Effective<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -141,6 +141,22 @@ struct DecisionLine<'a, I: Serialize> {
     bundles: Bundles<'a>,
     metrics: Metrics,
     labels: &'a RawValue,
+}
+
+/// The policy's result: its text kept from an earlier line ([`super::memo::text`]), or
+/// written in place.
+enum ResultJson<'a> {
+    Kept(Arc<RawValue>),
+    Value(RegoJson<'a>),
+}
+
+impl Serialize for ResultJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ResultJson::Kept(text) => RawValue::serialize(text, serializer),
+            ResultJson::Value(value) => value.serialize(serializer),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -257,7 +273,13 @@ impl DecisionLog {
         decision: &Decision,
         input: &PolicyInput,
     ) -> Result<Vec<u8>, serde_json::Error> {
-        let result = (decision.raw != regorus::Value::Undefined).then_some(RegoJson(&decision.raw));
+        let raw = &decision.raw;
+        let result = (*raw != regorus::Value::Undefined).then(|| {
+            match super::memo::text(raw, |raw| to_raw_value(&RegoJson(raw))) {
+                Some(text) => ResultJson::Kept(text),
+                None => ResultJson::Value(RegoJson(raw)),
+            }
+        });
         let decision_part = Effective {
             allow: decision.allow,
             reasons: &decision.reasons,
