@@ -21,6 +21,7 @@ use super::input::PolicyInput;
 use super::log_writer::{Output, QUEUE_LINES, Writer};
 use super::timestamp::rfc3339_nanos;
 use super::{DECISION_PATH, PolicyError};
+use input_text::InputText;
 use json::RegoJson;
 
 /// How long a write waits to hear that its decision line was written: beyond it, the
@@ -304,7 +305,7 @@ impl DecisionLog {
                 decision_id,
                 timestamp,
                 path: DECISION_PATH,
-                input,
+                input: InputText(input),
                 result,
                 decision: decision_part,
                 erased: Vec::new(),
@@ -448,6 +449,8 @@ fn remove_pointer(value: &mut Value, pointer: &str) -> bool {
     }
 }
 
+#[path = "log_input.rs"]
+mod input_text;
 #[path = "log_json.rs"]
 mod json;
 #[path = "log_list.rs"]
