@@ -38,6 +38,12 @@ thread_local! {
     static WRITTEN: RefCell<Option<Written>> = const { RefCell::new(None) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Results parsed on this thread (tests: the memo's hits are the parses not counted).
+    static PARSES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// The same object, not merely an equal one: a pointer comparison.
 fn same(kept: &Value, result: &Value) -> bool {
     match (kept, result) {
@@ -60,6 +66,8 @@ pub(super) fn verdict(result: &Value, kind: ToolKind) -> Result<Verdict, String>
     if let Some(verdict) = kept {
         return verdict;
     }
+    #[cfg(test)]
+    PARSES.with(|parses| parses.set(parses.get() + 1));
     let verdict = Verdict::parse(result, kind);
     PARSED.with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {

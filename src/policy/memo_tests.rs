@@ -3,7 +3,7 @@ use std::sync::Arc;
 use regorus::Value;
 use serde_json::value::to_raw_value;
 
-use super::{text, verdict};
+use super::{PARSES, text, verdict};
 use crate::policy::decision::Verdict;
 use crate::policy::input::ToolKind;
 use crate::policy::input::tests::sample_input;
@@ -19,7 +19,13 @@ fn default_policy_reads_share_one_result_and_meet_the_memo() {
     input.tool.kind = ToolKind::Read;
     input.tool.name = "host_get".into();
     let first = engine.decide(&input);
+    let parses = PARSES.with(std::cell::Cell::get);
     let second = engine.decide(&input);
+    assert_eq!(
+        PARSES.with(std::cell::Cell::get),
+        parses,
+        "the second read is not parsed"
+    );
     assert!(first.allow && second.allow, "{first:?}");
     let (Value::Object(a), Value::Object(b)) = (&first.raw, &second.raw) else {
         panic!("results are objects: {:?}", first.raw);
