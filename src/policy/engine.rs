@@ -122,7 +122,7 @@ impl PolicyEngine {
         let (outcome, raw) = match &set {
             None => (Err("no policy loaded".to_string()), Value::Undefined),
             Some(set) => match set.evaluate(input.to_rego()) {
-                Ok(raw) => (Verdict::parse(&raw, input.tool.kind), raw),
+                Ok(raw) => (super::memo::verdict(&raw, input.tool.kind), raw),
                 Err(e) => (Err(e.to_string()), Value::Undefined),
             },
         };

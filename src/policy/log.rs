@@ -21,6 +21,7 @@ use super::input::PolicyInput;
 use super::log_writer::{Output, QUEUE_LINES, Writer};
 use super::timestamp::rfc3339_nanos;
 use super::{DECISION_PATH, PolicyError};
+use input_text::InputText;
 use json::RegoJson;
 
 /// How long a write waits to hear that its decision line was written: beyond it, the
@@ -133,7 +134,7 @@ struct DecisionLine<'a, I: Serialize> {
     path: &'static str,
     input: I,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<RegoJson<'a>>,
+    result: Option<ResultJson<'a>>,
     /// What the sidecar enforced, after fail-closed checks and the mode.
     decision: Effective<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -141,6 +142,22 @@ struct DecisionLine<'a, I: Serialize> {
     bundles: Bundles<'a>,
     metrics: Metrics,
     labels: &'a RawValue,
+}
+
+/// The policy's result: its text kept from an earlier line ([`super::memo::text`]), or
+/// written in place.
+enum ResultJson<'a> {
+    Kept(Arc<RawValue>),
+    Value(RegoJson<'a>),
+}
+
+impl Serialize for ResultJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ResultJson::Kept(text) => RawValue::serialize(text, serializer),
+            ResultJson::Value(value) => value.serialize(serializer),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -257,7 +274,13 @@ impl DecisionLog {
         decision: &Decision,
         input: &PolicyInput,
     ) -> Result<Vec<u8>, serde_json::Error> {
-        let result = (decision.raw != regorus::Value::Undefined).then_some(RegoJson(&decision.raw));
+        let raw = &decision.raw;
+        let result = (*raw != regorus::Value::Undefined).then(|| {
+            match super::memo::text(raw, |raw| to_raw_value(&RegoJson(raw))) {
+                Some(text) => ResultJson::Kept(text),
+                None => ResultJson::Value(RegoJson(raw)),
+            }
+        });
         let decision_part = Effective {
             allow: decision.allow,
             reasons: &decision.reasons,
@@ -282,7 +305,7 @@ impl DecisionLog {
                 decision_id,
                 timestamp,
                 path: DECISION_PATH,
-                input,
+                input: InputText(input),
                 result,
                 decision: decision_part,
                 erased: Vec::new(),
@@ -426,6 +449,8 @@ fn remove_pointer(value: &mut Value, pointer: &str) -> bool {
     }
 }
 
+#[path = "log_input.rs"]
+mod input_text;
 #[path = "log_json.rs"]
 mod json;
 #[path = "log_list.rs"]

@@ -16,6 +16,7 @@ mod engine;
 mod input;
 mod log;
 mod log_writer;
+mod memo;
 mod nesting;
 mod recursion;
 mod reload;

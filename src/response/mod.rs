@@ -138,17 +138,31 @@ fn frame_text(
     text
 }
 
+/// Written piece by piece, not by `format!`: every read writes the size note once, to
+/// measure the frame it reserves room for.
 fn note(by: TruncatedBy, limit: u32, kept: usize, max_size: usize) -> String {
+    let mut text = String::with_capacity(192);
     match by {
-        TruncatedBy::Count => format!(
-            "The result count limit was reached (limit {limit}): more results exist. Narrow \
-             the query with filters or search, or raise limit (at most 1000). There is no paging."
-        ),
-        TruncatedBy::Size => format!(
-            "The response size limit ({max_size} bytes) was reached after {kept} results: more \
-             results exist. Narrow the query with filters or search. There is no paging."
-        ),
+        TruncatedBy::Count => {
+            text.push_str("The result count limit was reached (limit ");
+            push_number(&mut text, u64::from(limit));
+            text.push_str(
+                "): more results exist. Narrow the query with filters or search, or raise \
+                 limit (at most 1000). There is no paging.",
+            );
+        }
+        TruncatedBy::Size => {
+            text.push_str("The response size limit (");
+            push_number(&mut text, u64::try_from(max_size).unwrap_or(u64::MAX));
+            text.push_str(" bytes) was reached after ");
+            push_number(&mut text, u64::try_from(kept).unwrap_or(u64::MAX));
+            text.push_str(
+                " results: more results exist. Narrow the query with filters or search. There \
+                 is no paging.",
+            );
+        }
     }
+    text
 }
 
 #[cfg(test)]
@@ -247,6 +261,29 @@ mod tests {
         let e = of(&answer(2, 20_000), 10, 16 * 1024);
         assert_eq!(e.count, 0);
         assert_eq!(e.truncated_by, Some(TruncatedBy::Size));
+    }
+
+    /// The notes read as they did when `format!` wrote them.
+    #[test]
+    fn notes_read_as_formatted() {
+        for (limit, kept, max) in [(1, 0, 16384), (100, 37, 65536), (1000, 999, 262144)] {
+            assert_eq!(
+                note(TruncatedBy::Count, limit, kept, max),
+                format!(
+                    "The result count limit was reached (limit {limit}): more results exist. \
+                     Narrow the query with filters or search, or raise limit (at most 1000). \
+                     There is no paging."
+                )
+            );
+            assert_eq!(
+                note(TruncatedBy::Size, limit, kept, max),
+                format!(
+                    "The response size limit ({max} bytes) was reached after {kept} results: \
+                     more results exist. Narrow the query with filters or search. There is no \
+                     paging."
+                )
+            );
+        }
     }
 
     /// The hand-written frame is what serde_json writes for the same fields.
