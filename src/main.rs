@@ -29,6 +29,9 @@ use zabbix_mcp_guard::telemetry;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // First: the configuration read next may hold secrets (the seal key, a Redis URL), and
+    // stdio's token is in the environment.
+    zabbix_mcp_guard::core_dumps::forbid();
     escaped_panics();
     let cli = cli::parse();
     match cli.action() {
@@ -143,6 +146,7 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         .map(PidFile::create)
         .transpose()?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
+    zabbix_mcp_guard::core_dumps::log_outcome();
     let files = zabbix_mcp_guard::fd_limit::raise(&config);
     if files.short() {
         tracing::warn!(before = ?files.before, now = ?files.now, needed = files.needed,
@@ -272,6 +276,7 @@ fn run_stdio(config: Config, sources: Sources) -> anyhow::Result<()> {
     let token = stdio::token_from_env()?;
     let logging = telemetry::init(&config).context("cannot set up logging")?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
+    zabbix_mcp_guard::core_dumps::log_outcome();
     let runtime = async_runtime(config.limits.worker_threads)?;
     runtime.block_on(async move {
         let reconfigure = Reconfigure::new(sources, stdio_adjust, &config);
