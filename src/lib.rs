@@ -12,6 +12,7 @@ pub mod calendar;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod core_dumps;
 pub(crate) mod decimal;
 pub mod display;
 pub mod exposure;

@@ -29,6 +29,9 @@ use zabbix_mcp_guard::telemetry;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // First: the configuration read next may hold secrets (the seal key, a Redis URL), and
+    // stdio's token is in the environment.
+    zabbix_mcp_guard::core_dumps::forbid();
     escaped_panics();
     let cli = cli::parse();
     match cli.action() {
@@ -85,7 +88,7 @@ type Start = fn(Config, Sources) -> anyhow::Result<()>;
 /// otherwise `start` runs until shutdown.
 fn run(config: Config, sources: Sources, test_config: bool, start: Start) -> ExitCode {
     if test_config {
-        return test(&config);
+        return test(&config, &sources);
     }
     match start(config, sources) {
         Ok(()) => ExitCode::SUCCESS,
@@ -98,8 +101,11 @@ fn run(config: Config, sources: Sources, test_config: bool, start: Start) -> Exi
 
 /// `-T`: the effective configuration, then a line per file loaded, warnings, and every
 /// failure (on stderr); it passes only when nothing failed.
-fn test(config: &Config) -> ExitCode {
+fn test(config: &Config, sources: &Sources) -> ExitCode {
     cli::print_line(config.render_effective().trim_end_matches('\n'));
+    for warning in sources.secret_flag_warnings() {
+        cli::print_line(&format!("warning: {warning}"));
+    }
     let mut failed = false;
     for finding in preflight::check(config) {
         match finding {
@@ -143,6 +149,7 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         .map(PidFile::create)
         .transpose()?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
+    zabbix_mcp_guard::core_dumps::log_outcome();
     let files = zabbix_mcp_guard::fd_limit::raise(&config);
     if files.short() {
         tracing::warn!(before = ?files.before, now = ?files.now, needed = files.needed,
@@ -156,6 +163,7 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
         worker_threads = runtime.metrics().num_workers(),
         "async runtime started"
     );
+    let secret_flags = sources.secret_flag_warnings();
     runtime.block_on(async move {
         let secret_files = config.secret_file_warnings();
         let tls_key = config
@@ -163,7 +171,7 @@ fn serve(config: Config, sources: Sources) -> anyhow::Result<()> {
             .as_deref()
             .filter(|_| config.tls_accept == TlsAccept::Cert)
             .and_then(|key| FileAccess::warning_for("TLSKeyFile", key));
-        for warning in secret_files.into_iter().chain(tls_key) {
+        for warning in secret_flags.into_iter().chain(secret_files).chain(tls_key) {
             tracing::warn!("{warning}");
         }
         let reconfigure = Reconfigure::new(sources, |_| {}, &config);
@@ -272,6 +280,10 @@ fn run_stdio(config: Config, sources: Sources) -> anyhow::Result<()> {
     let token = stdio::token_from_env()?;
     let logging = telemetry::init(&config).context("cannot set up logging")?;
     tracing::info!(target: telemetry::LIFECYCLE_TARGET, log = %logging, "logging started");
+    zabbix_mcp_guard::core_dumps::log_outcome();
+    for warning in sources.secret_flag_warnings() {
+        tracing::warn!("{warning}");
+    }
     let runtime = async_runtime(config.limits.worker_threads)?;
     runtime.block_on(async move {
         let reconfigure = Reconfigure::new(sources, stdio_adjust, &config);

@@ -424,3 +424,84 @@ async fn writes_are_refused_while_the_decision_log_destination_fails() {
     assert!(gap["data"]["lines"].as_u64().unwrap() >= 2, "{gap}");
     guard.stop().await;
 }
+
+/// An agent's arguments that hold the caller's own token are refused before anything else
+/// (`invalid_arguments`, the token not quoted), on both labs through rmcp: a read's search
+/// and IDs, and a write's message, which Zabbix would have shown every user who sees the
+/// problem; and a resource URI holding it is not found without being quoted. Nothing of them
+/// reaches the decision log or Zabbix; a read without the token is answered as ever. Before,
+/// the decision log kept the search whole, `invalid_arguments` quoted the token back in an
+/// ID, "resource not found" in the URI (and rmcp logged it at warn), and the message was sent.
+#[tokio::test]
+async fn arguments_holding_the_callers_token_are_refused_and_not_logged() {
+    for lab in common::labs() {
+        let (config, log) = config(&lab, &policy_dir(ALLOW_ALL));
+        let guard = start_with(config).await;
+        let client = common::client(&guard, &lab.token).await;
+        let token = lab.token.as_str();
+        // Failure messages show the token as <token>: test output is read by many.
+        let hide = |text: String| text.replace(token, "<token>");
+        let calls = [
+            ("host_get", json!({"search": token})),
+            (
+                "host_get",
+                json!({"search": format!("x {token} y"), "limit": 1}),
+            ),
+            ("host_get", json!({"hostids": [token]})),
+            (
+                "problem_annotate",
+                json!({"eventids": ["1"], "message": format!("token: {token}")}),
+            ),
+        ];
+        for (tool, args) in calls {
+            let result = common::call(&client, tool, args.clone()).await;
+            let shown = hide(format!("{tool} {args}: {result:?}"));
+            assert_eq!(result.is_error, Some(true), "{shown}");
+            let body = common::error_body(&result);
+            assert_eq!(body["code"], "invalid_arguments", "{shown}");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("caller's own API token"),
+                "{shown}"
+            );
+            assert!(!body.to_string().contains(token), "{shown}");
+        }
+        let uri = format!("zabbix://host/{token}");
+        let refused = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .expect_err("no such resource");
+        let refused = refused.to_string();
+        let shown = hide(refused.clone());
+        assert!(!refused.contains(token), "{shown}");
+        assert!(refused.contains("caller's own API token"), "{shown}");
+        let read = common::read(
+            &client,
+            "host_get",
+            json!({"search": "zzz-none", "limit": 1}),
+        )
+        .await;
+        assert_eq!(read["count"], 0, "{read}");
+        let text = common::decision_log_text(&log);
+        assert!(
+            text.contains("zzz-none"),
+            "the read without the token is logged: {}",
+            hide(text.clone())
+        );
+        assert!(!text.contains(token), "{}", hide(text.clone()));
+        let calls: Vec<Value> = log_lines(&log)
+            .into_iter()
+            .filter(|l| l["input"]["phase"] == "call")
+            .collect();
+        assert_eq!(
+            calls.len(),
+            1,
+            "only the read without the token: {}",
+            hide(format!("{calls:?}"))
+        );
+        let _ = client.cancel().await;
+        guard.stop().await;
+    }
+}

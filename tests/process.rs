@@ -213,3 +213,74 @@ fn the_open_file_limit_is_raised_to_the_hard_one() {
         common::terminate(&mut child.0).expect("SIGTERM and exit");
     }
 }
+
+/// The process is not dumpable: run as an ordinary user (nobody) with `ulimit -c
+/// unlimited` in a directory that user may write, after a call with the lab's token its
+/// `/proc/<pid>` files are root's (so its own user cannot read its memory or `environ`),
+/// and SIGABRT leaves no core file. Before, the abort wrote a core (1 GB, debug build) in
+/// that directory holding the caller's token in clear.
+#[test]
+fn the_process_leaves_no_core_dump_and_its_memory_is_roots() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    use std::os::unix::process::ExitStatusExt as _;
+    let lab = common::lab(7);
+    let dir = common::scratch_dir("no-core");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let log = dir.join("guard.log");
+    let port = common::free_port();
+    let binary = common::binary(&lab.url, port, &log);
+    let args: Vec<String> = binary
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut child = common::Running(
+        std::process::Command::new("bash")
+            .arg("-c")
+            .arg(
+                "ulimit -c unlimited && exec setpriv --reuid=65534 --regid=65534 \
+                 --clear-groups \"$0\" \"$@\"",
+            )
+            .arg(binary.get_program())
+            .args(&args)
+            .args(["--decision-log", "stdout"])
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::null())
+            .env_remove("RUST_LOG")
+            .spawn()
+            .unwrap(),
+    );
+    common::wait_listening(&log);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        common::init();
+        let guard = common::Guard::external(&format!("http://127.0.0.1:{port}"));
+        let client = common::client(&guard, &lab.token).await;
+        assert!(!common::tool_names(&client).await.is_empty());
+        let _ = client.cancel().await;
+    });
+    let pid = child.0.id();
+    let proc_dir = format!("/proc/{pid}");
+    assert_eq!(
+        std::fs::metadata(&proc_dir).unwrap().uid(),
+        65534,
+        "runs as nobody"
+    );
+    let environ = std::fs::metadata(format!("{proc_dir}/environ")).unwrap();
+    assert_eq!(
+        environ.uid(),
+        0,
+        "a dumpable process's environ is its own user's"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("core dumps disabled"), "{text}");
+    common::signal(&child.0, "ABRT");
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.signal(), Some(6), "{status}");
+    let cores: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("core"))
+        .collect();
+    assert!(cores.is_empty(), "core files: {cores:?}");
+}

@@ -376,6 +376,69 @@ fn test_config_warns_of_secret_files_others_can_read() {
     }
 }
 
+/// `-T` warns of a secret given as a flag (`--approval-seal-key`, a `--shared-store` URL
+/// with a password), as a start does: every local user reads a command line (`ps`). The
+/// warning names the flag, never the value; a URL without a password is no secret. Before,
+/// nothing said so, and `ps` as nobody showed the Redis password and the seal key.
+#[test]
+fn test_config_warns_of_secrets_on_the_command_line() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let key = "ab".repeat(32);
+    let key_file = common::scratch_dir("secret-flags").join("seal-key");
+    std::fs::write(&key_file, &key).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key_file = key_file.to_string_lossy().into_owned();
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &[
+                "--approval-seal-key",
+                &key,
+                "--shared-store",
+                "redis://:s3cret@127.0.0.1:6390/2",
+            ],
+            &["--approval-seal-key", "--shared-store"],
+        ),
+        (
+            &[
+                "--shared-store",
+                "redis://user:s3cret@127.0.0.1:6390/2",
+                "--approval-seal-key-file",
+                &key_file,
+            ],
+            &["--shared-store"],
+        ),
+        (
+            &[
+                "--approval-seal-key",
+                &key,
+                "--shared-store",
+                "redis://127.0.0.1:6390/2",
+            ],
+            &["--approval-seal-key"],
+        ),
+    ];
+    for (flags, warned) in cases {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["--policy-dir".as_ref(), policies.as_os_str()];
+        args.extend(flags.iter().map(std::ffi::OsStr::new));
+        let out = test_config(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{flags:?}: {stdout}");
+        for flag in ["--approval-seal-key", "--shared-store"] {
+            let warning = format!("warning: {flag} puts a secret on the command line");
+            assert_eq!(
+                stdout.contains(&warning),
+                warned.contains(&flag),
+                "{flags:?}: {stdout}"
+            );
+        }
+        assert!(
+            !stdout.contains("s3cret") && !stdout.contains(&key),
+            "{stdout}"
+        );
+    }
+}
+
 /// A policy directory that does not load is named by its parameter.
 #[test]
 fn test_config_names_policy_dir() {

@@ -309,6 +309,36 @@ impl fmt::Display for Secret {
 }
 
 impl Sources {
+    /// The warnings `serve` logs at start and `-T` prints for secrets given as flags: every
+    /// local user can read a process's command line (`ps`, `/proc/<pid>/cmdline`), whatever
+    /// the process does. A `SharedStore` URL without a password holds no secret.
+    pub fn secret_flag_warnings(&self) -> Vec<String> {
+        let mut params: Vec<Param> = Vec::new();
+        for flag in &self.flags {
+            let secret = match flag.param {
+                Param::ApprovalSealKey => true,
+                Param::SharedStore => url_has_userinfo(&flag.value),
+                _ => false,
+            };
+            if secret && !params.contains(&flag.param) {
+                params.push(flag.param);
+            }
+        }
+        params
+            .into_iter()
+            .map(|param| {
+                format!(
+                    "--{} puts a secret on the command line, which every local user can read \
+                     (ps, /proc/<pid>/cmdline); give it in a file with --{}-file \
+                     ({}File) instead",
+                    param.flag(),
+                    param.flag(),
+                    param.name()
+                )
+            })
+            .collect()
+    }
+
     /// Sources with a snapshot of the process environment. Variables that are not
     /// valid UTF-8 are skipped; they cannot be parameter values.
     pub fn from_process_env(
@@ -335,4 +365,10 @@ impl FlagValue {
             value: value.into(),
         }
     }
+}
+
+/// Whether a URL may name a user or password (`scheme://user:password@host`): any `@`, so
+/// that a password with a `/` not percent-encoded still counts.
+fn url_has_userinfo(url: &str) -> bool {
+    url.contains('@')
 }

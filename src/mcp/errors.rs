@@ -322,6 +322,15 @@ pub fn resource_not_found(uri: &str) -> McpError {
     McpError::resource_not_found(format!("resource not found: {uri}"), None)
 }
 
+/// As [`resource_not_found`] for a URI that holds the caller's own token: the message (which
+/// rmcp also logs, at warn) does not quote it.
+pub fn resource_not_found_unquoted() -> McpError {
+    McpError::resource_not_found(
+        "resource not found: its URI holds the caller's own API token, which is never logged",
+        None,
+    )
+}
+
 #[cfg(test)]
 #[path = "errors_tests.rs"]
 mod tests;

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::catalog::{self, ResourceKind, ToolDef, ToolKind, args, params};
-use crate::mcp::errors::{ToolError, resource_not_found};
+use crate::mcp::errors::{ToolError, resource_not_found, resource_not_found_unquoted};
 use crate::mcp::gate::{self, Ended, Outcome, Subject};
 use crate::mcp::tools::{ToolList, offered};
 use crate::policy::{Phase, ResourceInfo};
@@ -70,6 +70,10 @@ pub async fn read(
 ) -> Result<ReadResourceResult, McpError> {
     if uri == ABOUT_URI {
         return text(uri, &about(app, caller, subject, tools));
+    }
+    // Quoted back and logged otherwise, as an argument would be (tools::call).
+    if !caller.token.expose().is_empty() && uri.contains(caller.token.expose()) {
+        return Err(resource_not_found_unquoted());
     }
     let Some((kind, id)) = parse(uri) else {
         return Err(resource_not_found(uri));

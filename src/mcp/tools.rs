@@ -134,6 +134,27 @@ pub fn offered_json(app: &App, tools: &ToolList, subject: &Subject, out: &mut St
     true
 }
 
+/// The refusal of arguments that hold the caller's token; it names no argument, so that
+/// nothing of the token is quoted.
+const TOKEN_IN_ARGUMENTS: &str = "an argument holds the caller's own API token, which is \
+                                  never sent to Zabbix or logged; nothing was sent";
+
+/// Whether any key or string of `arguments`, at any depth, contains `token`.
+fn holds_token(arguments: &serde_json::Map<String, serde_json::Value>, token: &str) -> bool {
+    fn value_holds(value: &serde_json::Value, token: &str) -> bool {
+        match value {
+            serde_json::Value::String(text) => text.contains(token),
+            serde_json::Value::Array(items) => items.iter().any(|v| value_holds(v, token)),
+            serde_json::Value::Object(map) => holds_token(map, token),
+            _ => false,
+        }
+    }
+    !token.is_empty()
+        && arguments
+            .iter()
+            .any(|(key, value)| key.contains(token) || value_holds(value, token))
+}
+
 /// One tools/call request, resolved to a tool and a caller.
 pub struct Call<'a> {
     pub context: &'a RequestContext<RoleServer>,
@@ -155,6 +176,13 @@ pub async fn call(app: &App, call: Call<'_>) -> Result<CallToolResponse, McpErro
     let Call { def, version, .. } = call;
     let now = unix_now();
     let raw = call.request.arguments.as_ref();
+    // Before validation, whose refusals quote the value: an agent's arguments go to the
+    // decision log and the process log, and a write's text to Zabbix, where other users read
+    // it. The caller's own token is never among them.
+    if raw.is_some_and(|raw| holds_token(raw, call.caller.token.expose())) {
+        let error = args::ArgError(TOKEN_IN_ARGUMENTS.to_owned());
+        return Ok(failed(app, def, ToolError::from(error), None).into());
+    }
     let mut arguments = match args::validate(def, raw, version, now) {
         Ok(arguments) => arguments,
         Err(error) => return Ok(failed(app, def, ToolError::from(error), None).into()),
