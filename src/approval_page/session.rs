@@ -140,10 +140,14 @@ impl Sessions {
         peer: IpAddr,
         credentials: Credentials,
     ) -> Result<String, SignInError> {
-        let known = app.login_attempts.known();
-        if known.is_none() && matches!(credentials, Credentials::Password { .. }) {
-            tracing::info!(client.address = %peer, "approval page sign-in held: login_attempts unknown");
-            return Err(SignInError::AttemptsUnknown);
+        // Only a password is counted against Zabbix's login_attempts.
+        let mut known = None;
+        if matches!(credentials, Credentials::Password { .. }) {
+            known = app.login_attempts.current(app).await;
+            if known.is_none() {
+                tracing::info!(client.address = %peer, "approval page sign-in held: login_attempts unknown");
+                return Err(SignInError::AttemptsUnknown);
+            }
         }
         let most = known.unwrap_or(1).saturating_sub(1);
         let mut counts = vec![Count {

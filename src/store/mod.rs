@@ -346,6 +346,28 @@ impl Store {
         }
     }
 
+    /// Shares Zabbix's `login_attempts`, read at `read_at` (Unix seconds), with every
+    /// replica for `ttl` (see `approval_page::attempts`). In memory there is no one to tell.
+    pub async fn put_login_attempts(
+        &self,
+        attempts: u32,
+        read_at: u64,
+        ttl: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => r.put_login_attempts(attempts, read_at, ttl).await,
+        }
+    }
+
+    /// Zabbix's `login_attempts` as a replica last shared it, with when it was read.
+    pub async fn login_attempts(&self) -> Result<Option<(u32, u64)>, StoreError> {
+        match self {
+            Store::Memory(_) => Ok(None),
+            Store::Redis(r) => r.login_attempts().await,
+        }
+    }
+
     /// Whether the store answers (Redis: takes a write within the timeout); memory always does.
     pub async fn ping(&self) -> Result<(), StoreError> {
         match self {

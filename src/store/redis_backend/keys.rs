@@ -87,6 +87,11 @@ impl Keys {
         format!("{}signin:{digest}", self.prefix)
     }
 
+    /// Zabbix's `login_attempts` as a replica last read it, signed.
+    pub(crate) fn login_attempts(&self) -> String {
+        format!("{}login_attempts", self.prefix)
+    }
+
     /// A token Zabbix accepted lately.
     pub(crate) fn accepted(&self, digest: &str) -> String {
         format!("{}accepted:{digest}", self.prefix)
