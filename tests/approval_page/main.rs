@@ -4,6 +4,7 @@
 //! agent's retry sends the approved body once.
 
 mod approver;
+mod caller;
 #[path = "../common/mod.rs"]
 mod common;
 mod cookies;
