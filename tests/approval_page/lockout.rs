@@ -410,3 +410,33 @@ async fn on(zabbix_url: &str, redis_url: String) -> crate::support::Sidecar {
     })
     .await
 }
+
+/// Replicas on one Redis share the count of failed sign-ins per client address (20 in 5
+/// minutes): before, each counted its own, and an address failed 20 times on each of two
+/// replicas, its 21st attempt sent to Zabbix (7.0 lab).
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_count_of_failed_sign_ins_per_address() {
+    let _default = LOGIN_ATTEMPTS_SETTING.read().await;
+    let lab = common::lab(7);
+    let redis = common::redis_server::RedisServer::start().await;
+    let a = on(&lab.url, redis.url()).await;
+    let b = on(&lab.url, redis.url()).await;
+    knows_login_attempts(&a.page, &lab.token_viewer).await;
+    let name = || zapi::unique("zmg-no-such-user-from");
+    for n in 0..10 {
+        for page in [&a.page, &b.page] {
+            assert_refused(&wrong(page.clone(), name(), n).await);
+        }
+    }
+    for page in [&a.page, &b.page] {
+        let held = wrong(page.clone(), name(), 99).await;
+        assert_eq!(held.status, 429, "{}", held.body);
+        assert!(
+            failed(&held).starts_with("Too many failed sign-ins from your address"),
+            "{}",
+            held.body
+        );
+    }
+    a.guard.stop().await;
+    b.guard.stop().await;
+}
