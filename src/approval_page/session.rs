@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::app::App;
 use crate::policy::SignIn;
 use crate::server::guard::MAX_TOKEN_LENGTH;
+use crate::store::SignInCount;
 use crate::zabbix::{ApiToken, Identity, Method};
 
 /// How long a page session lasts from sign-in.
@@ -140,10 +141,14 @@ impl Sessions {
         peer: IpAddr,
         credentials: Credentials,
     ) -> Result<String, SignInError> {
-        let known = app.login_attempts.known();
-        if known.is_none() && matches!(credentials, Credentials::Password { .. }) {
-            tracing::info!(client.address = %peer, "approval page sign-in held: login_attempts unknown");
-            return Err(SignInError::AttemptsUnknown);
+        // Only a password is counted against Zabbix's login_attempts.
+        let mut known = None;
+        if matches!(credentials, Credentials::Password { .. }) {
+            known = app.login_attempts.current(app).await;
+            if known.is_none() {
+                tracing::info!(client.address = %peer, "approval page sign-in held: login_attempts unknown");
+                return Err(SignInError::AttemptsUnknown);
+            }
         }
         let most = known.unwrap_or(1).saturating_sub(1);
         let mut counts = vec![Count {
@@ -152,29 +157,26 @@ impl Sessions {
             max: MAX_FAILURES_PER_ADDRESS,
             username: false,
         }];
-        let mut shared = None;
-        if let Credentials::Password { username, .. } = &credentials {
+        let mut username = None;
+        if let Credentials::Password { username: name, .. } = &credentials {
             counts.push(Count {
                 failures: &self.by_username,
-                key: username.clone(),
+                key: name.clone(),
                 max: most,
                 username: true,
             });
-            shared = Some(Shared::new(app, username));
+            username = Some(name.as_str());
         }
         if let Err(held) = take_places(&counts).await {
             tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
             return Err(held);
         }
-        // Then the count every replica shares (SharedStore), which only Redis keeps.
-        if let Some(shared) = &shared {
-            let taken = shared.take(most).await;
-            if !matches!(taken, Ok(true)) {
-                give_back(&counts).await;
-                let held = taken.map_or_else(SignInError::from, |_| SignInError::UsernameHeld);
-                tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
-                return Err(held);
-            }
+        // Then the counts every replica shares (SharedStore), which only Redis keeps.
+        let shared = Shared::new(app, address_key(peer), username);
+        if let Err(held) = shared.take(most).await {
+            give_back(&counts).await;
+            tracing::info!(client.address = %peer, reason = %held, "approval page sign-in held");
+            return Err(held);
         }
         let result = match credentials {
             Credentials::Password { username, password } => {
@@ -191,20 +193,16 @@ impl Sessions {
             Err(other) => {
                 // Zabbix counted no wrong password (a second factor asked means a right one).
                 give_back(&counts).await;
-                if let Some(shared) = &shared {
-                    shared.give_back().await;
-                }
+                shared.give_back().await;
                 return Err(other);
             }
         };
         give_back(&counts).await;
-        if let Some(shared) = &shared {
-            // A right password resets Zabbix's count of wrong ones: so does the page.
-            for count in counts.iter().skip(1) {
-                count.failures.invalidate(&count.key).await;
-            }
-            shared.forget().await;
+        // A right password resets Zabbix's count of wrong ones: so does the page.
+        for count in counts.iter().skip(1) {
+            count.failures.invalidate(&count.key).await;
         }
+        shared.signed_in().await;
         app.login_attempts.read(app, &session.token).await;
         tracing::info!(
             client.address = %peer,
@@ -252,39 +250,75 @@ struct Count<'a> {
     username: bool,
 }
 
-/// A username's count of attempts as every replica sharing the store keeps it (Redis
-/// only), by the name's SHA-256: the name typed is not stored.
+/// The counts of attempts every replica sharing the store keeps (Redis only): the client
+/// address's failed sign-ins, and a username's wrong passwords by the name's SHA-256 (the
+/// name typed is not stored).
 struct Shared<'a> {
     app: &'a App,
-    digest: [u8; 32],
+    address: String,
+    username: Option<[u8; 32]>,
 }
 
 impl<'a> Shared<'a> {
-    fn new(app: &'a App, username: &str) -> Self {
+    fn new(app: &'a App, address: String, username: Option<&str>) -> Self {
         Shared {
             app,
-            digest: Sha256::digest(username.as_bytes()).into(),
+            address,
+            username: username.map(|name| Sha256::digest(name.as_bytes()).into()),
         }
     }
 
-    async fn take(&self, most: u32) -> Result<bool, crate::store::StoreError> {
-        self.app
-            .store
-            .take_sign_in(&self.digest, most, USERNAME_WINDOW)
-            .await
+    /// Takes a place in each count; none where one is full or Redis fails (no attempt is
+    /// sent uncounted).
+    async fn take(&self, most: u32) -> Result<(), SignInError> {
+        let store = &self.app.store;
+        let address = SignInCount::Address(&self.address);
+        if !store
+            .take_sign_in(address, MAX_FAILURES_PER_ADDRESS, ADDRESS_WINDOW)
+            .await?
+        {
+            return Err(SignInError::AddressHeld);
+        }
+        let Some(digest) = &self.username else {
+            return Ok(());
+        };
+        let taken = store
+            .take_sign_in(SignInCount::Username(digest), most, USERNAME_WINDOW)
+            .await;
+        if !matches!(taken, Ok(true)) {
+            self.put_back(address).await;
+            return Err(taken.map_or_else(SignInError::from, |_| SignInError::UsernameHeld));
+        }
+        Ok(())
     }
 
-    /// Where Redis fails here, the count stays higher than it should for a while: the
-    /// side that keeps Zabbix from blocking the account.
+    /// The attempt did not fail: both places go back. Where Redis fails here, a count
+    /// stays higher than it should for a while: the side that keeps Zabbix from blocking
+    /// the account.
     async fn give_back(&self) {
-        if let Err(error) = self.app.store.give_back_sign_in(&self.digest).await {
-            tracing::warn!(%error, "approval page: shared sign-in count not given back");
+        self.put_back(SignInCount::Address(&self.address)).await;
+        if let Some(digest) = &self.username {
+            self.put_back(SignInCount::Username(digest)).await;
         }
     }
 
-    async fn forget(&self) {
-        if let Err(error) = self.app.store.forget_sign_in(&self.digest).await {
+    /// A right password: the address's place goes back, the username's count is reset.
+    async fn signed_in(&self) {
+        self.put_back(SignInCount::Address(&self.address)).await;
+        if let Some(digest) = &self.username
+            && let Err(error) = self
+                .app
+                .store
+                .forget_sign_in(SignInCount::Username(digest))
+                .await
+        {
             tracing::warn!(%error, "approval page: shared sign-in count not reset");
+        }
+    }
+
+    async fn put_back(&self, count: SignInCount<'_>) {
+        if let Err(error) = self.app.store.give_back_sign_in(count).await {
+            tracing::warn!(%error, "approval page: shared sign-in count not given back");
         }
     }
 }

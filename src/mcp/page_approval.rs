@@ -70,15 +70,26 @@ pub(crate) async fn call(
     };
     let limit = app.config.limits.max_pending_approvals;
     let (mut record, mut created) = app.store.create_or_get(fresh.clone(), limit).await?;
-    if let Some(from) = superseded(&record, &fresh) {
-        // The policy names other approvers now (reloaded since this was asked): a yes from
-        // the old ones, or one they may still give, is not this call's approval.
-        app.decisions.event(
-            &record.decision_id,
-            "approvers_changed",
-            json!({"approval_id": record.id, "approvers": record.approvers,
-                   "now": fresh.approvers, "retry_decision_id": decision_id}),
-        );
+    if let Some((from, why)) = superseded(&record, &fresh) {
+        match why {
+            // The policy names other approvers now (reloaded since this was asked): a yes
+            // from the old ones, or one they may still give, is not this call's approval.
+            Superseded::Approvers => app.decisions.event(
+                &record.decision_id,
+                "approvers_changed",
+                json!({"approval_id": record.id, "approvers": record.approvers,
+                       "now": fresh.approvers, "retry_decision_id": decision_id}),
+            ),
+            // A yes is redeemed only for the caller it was asked for: left pending, the
+            // approvers would decide on a caller who is no more, only for the retry after
+            // to be refused and ask them again.
+            Superseded::Caller => app.decisions.event(
+                decision_id,
+                "caller",
+                json!({"outcome": "changed", "reason": CALLER_CHANGED, "approval_id": record.id,
+                       "asked_anew": true}),
+            ),
+        }
         expire(app, &record, from, now).await?;
         (record, created) = app.store.create_or_get(fresh, limit).await?;
     }
@@ -127,15 +138,37 @@ pub(crate) async fn call(
     }
 }
 
-/// Whether a retry found an open approval (pending, or approved and not redeemed) asked
-/// for other approvers than its own decision names; `Some(from)` to expire it from.
-fn superseded(found: &ApprovalRecord, fresh: &ApprovalRecord) -> Option<From> {
-    if found.id == fresh.id || found.approvers == fresh.approvers {
+/// Why an approval a retry found is not this call's to wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Superseded {
+    /// Its decision names other approvers.
+    Approvers,
+    /// Its caller (user, role or user groups) is not as Zabbix gives them now.
+    Caller,
+}
+
+/// The caller changed while the call waited: the `caller` event's reason.
+const CALLER_CHANGED: &str =
+    "the caller's user, role or user groups are no longer those the approval was asked for";
+
+/// Whether a retry found an open approval it must not wait on: one (pending, or approved
+/// and not redeemed) asked for other approvers than its own decision names, or one still
+/// pending for the caller as they were. `Some((from, why))` to expire it from. An approved
+/// one of another caller is refused where it would be redeemed, telling the agent why.
+fn superseded(found: &ApprovalRecord, fresh: &ApprovalRecord) -> Option<(From, Superseded)> {
+    if found.id == fresh.id {
         return None;
     }
     match found.status {
-        Status::Pending => Some(From::Pending),
-        Status::Approved(_) => Some(From::Approved),
+        Status::Pending if found.approvers != fresh.approvers => {
+            Some((From::Pending, Superseded::Approvers))
+        }
+        Status::Approved(_) if found.approvers != fresh.approvers => {
+            Some((From::Approved, Superseded::Approvers))
+        }
+        Status::Pending if found.input.caller != fresh.input.caller => {
+            Some((From::Pending, Superseded::Caller))
+        }
         _ => None,
     }
 }
@@ -183,12 +216,10 @@ async fn redeem(
         // was asked (the page holds no credential to look them up with); the retry's caller
         // is as Zabbix gives them now. Only that same caller's call is sent.
         expire(app, record, From::Approved, now).await?;
-        let why =
-            "the caller's user, role or user groups are no longer those the approval was asked for";
         app.decisions.event(
             &call.decision.decision_id,
             "caller",
-            json!({"outcome": "changed", "reason": why, "approval_id": record.id}),
+            json!({"outcome": "changed", "reason": CALLER_CHANGED, "approval_id": record.id}),
         );
         return Err(ApprovalError::CallerChanged.into());
     }

@@ -80,6 +80,15 @@ pub struct DecidedBy {
     pub at: u64,
 }
 
+/// One of the approval page's counts of attempts the replicas share.
+#[derive(Debug, Clone, Copy)]
+pub enum SignInCount<'a> {
+    /// Wrong passwords for a username, by its SHA-256 (the name typed is not stored).
+    Username(&'a [u8; 32]),
+    /// Failed sign-ins from a client address (an IPv6 client's /64), as text.
+    Address(&'a str),
+}
+
 /// The state a transition starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum From {
@@ -314,35 +323,57 @@ impl Store {
         }
     }
 
-    /// Takes a place in the approval page's count of attempts for the username with this
-    /// SHA-256 digest, for every replica: `false`, none taken, when `max` are counted
-    /// (see `approval_page::session`). In memory there is nothing shared: the page's own
-    /// count is all there is.
+    /// Takes a place in one of the approval page's counts of attempts (a username's wrong
+    /// passwords, an address's failed sign-ins), for every replica: `false`, none taken,
+    /// when `max` are counted (see `approval_page::session`). In memory there is nothing
+    /// shared: the page's own count is all there is.
     pub async fn take_sign_in(
         &self,
-        digest: &[u8; 32],
+        count: SignInCount<'_>,
         max: u32,
         window: std::time::Duration,
     ) -> Result<bool, StoreError> {
         match self {
             Store::Memory(_) => Ok(true),
-            Store::Redis(r) => r.take_sign_in(&hex::encode(digest), max, window).await,
+            Store::Redis(r) => r.take_sign_in(count, max, window).await,
         }
     }
 
-    /// Gives back a place [`Store::take_sign_in`] took (the attempt was no wrong password).
-    pub async fn give_back_sign_in(&self, digest: &[u8; 32]) -> Result<(), StoreError> {
+    /// Gives back a place [`Store::take_sign_in`] took (the attempt did not fail).
+    pub async fn give_back_sign_in(&self, count: SignInCount<'_>) -> Result<(), StoreError> {
         match self {
             Store::Memory(_) => Ok(()),
-            Store::Redis(r) => r.give_back_sign_in(&hex::encode(digest)).await,
+            Store::Redis(r) => r.give_back_sign_in(count).await,
         }
     }
 
-    /// Forgets the username's count for every replica (a right password).
-    pub async fn forget_sign_in(&self, digest: &[u8; 32]) -> Result<(), StoreError> {
+    /// Forgets the count for every replica (a username's, at a right password).
+    pub async fn forget_sign_in(&self, count: SignInCount<'_>) -> Result<(), StoreError> {
         match self {
             Store::Memory(_) => Ok(()),
-            Store::Redis(r) => r.forget_sign_in(&hex::encode(digest)).await,
+            Store::Redis(r) => r.forget_sign_in(count).await,
+        }
+    }
+
+    /// Shares Zabbix's `login_attempts`, read at `read_at` (Unix seconds), with every
+    /// replica for `ttl` (see `approval_page::attempts`). In memory there is no one to tell.
+    pub async fn put_login_attempts(
+        &self,
+        attempts: u32,
+        read_at: u64,
+        ttl: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Redis(r) => r.put_login_attempts(attempts, read_at, ttl).await,
+        }
+    }
+
+    /// Zabbix's `login_attempts` as a replica last shared it, with when it was read.
+    pub async fn login_attempts(&self) -> Result<Option<(u32, u64)>, StoreError> {
+        match self {
+            Store::Memory(_) => Ok(None),
+            Store::Redis(r) => r.login_attempts().await,
         }
     }
 

@@ -24,6 +24,7 @@ use super::{ApprovalRecord, From, RETAIN_SECONDS, Status, StoreError};
 mod keys;
 mod lockout;
 mod rate;
+mod setting;
 mod sign_in;
 use keys::Keys;
 pub use rate::{AdmitReply, RateAdmit};

@@ -14,6 +14,8 @@ use super::StoreError;
 pub(super) enum Part {
     Record,
     Status,
+    /// A Zabbix setting a replica read and shares (the page's `login_attempts`).
+    Setting,
 }
 
 /// The key, derived from `ApprovalSealKey` so that it signs nothing else the sidecar
@@ -31,6 +33,7 @@ impl Part {
         match self {
             Part::Record => b"record",
             Part::Status => b"status",
+            Part::Setting => b"setting",
         }
     }
 }
@@ -60,10 +63,16 @@ impl Seal {
         signed: &'a str,
     ) -> Result<&'a str, StoreError> {
         let unsigned = || {
+            let what = match part {
+                Part::Setting => format!("the setting {id}"),
+                _ => format!(
+                    "the {} of approval {id}",
+                    std::str::from_utf8(part.label()).unwrap_or("part")
+                ),
+            };
             StoreError::Corrupt(format!(
-                "the {} of approval {id} is not signed with this sidecar's ApprovalSealKey \
-                 (written by someone else, or by a replica with another key)",
-                std::str::from_utf8(part.label()).unwrap_or("part")
+                "{what} is not signed with this sidecar's ApprovalSealKey \
+                 (written by someone else, or by a replica with another key)"
             ))
         };
         let (tag, text) = match (signed.get(..TAG_HEX), signed.get(TAG_HEX..)) {

@@ -345,3 +345,98 @@ async fn attempts_unknown(lab: Lab, user: zapi::TestUser) {
     let _ = agent.cancel().await;
     car.guard.stop().await;
 }
+
+/// Replicas on one Redis share the `login_attempts` each read, and a password counts
+/// against the lowest read within the hour. Before, each replica kept its own: one that
+/// had read 5 before the setting went down to 3 let a fourth wrong password through, and
+/// Zabbix blocked the account at the third; one no caller had reached refused every
+/// password (503) though another had read the setting (7.0 lab).
+#[tokio::test]
+async fn replicas_share_login_attempts_and_count_against_the_lowest() {
+    let _alone = LOGIN_ATTEMPTS_SETTING.write().await;
+    let lab = common::lab(7);
+    let guests = common::seed_id(&lab, "user_groups", "MCP Viewers");
+    let user = zapi::TestUser::create(&lab, &guests, &[]).await;
+    // A Redis of the test's own: the shared value is the installation's, and the lab's
+    // Redis serves other tests' sidecars with the same key.
+    let redis = common::redis_server::RedisServer::start().await;
+    let checked = tokio::spawn(lowered(lab.clone(), user.clone(), redis.url())).await;
+    let default = json!({"login_attempts": LOGIN_ATTEMPTS});
+    zapi::admin(&lab, "settings.update", default).await;
+    user.delete(&lab).await;
+    if let Err(error) = checked {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+async fn lowered(lab: Lab, user: zapi::TestUser, redis: String) {
+    let a = on(&lab.url, redis.clone()).await;
+    let b = on(&lab.url, redis.clone()).await;
+    let c = on(&lab.url, redis.clone()).await;
+    // B reads 5, then the setting goes down to 3 and A reads that; C reads nothing.
+    knows_login_attempts(&b.page, &user.token).await;
+    zapi::admin(&lab, "settings.update", json!({"login_attempts": 3})).await;
+    knows_login_attempts(&a.page, &user.token).await;
+    for n in 0..2 {
+        assert_refused(&wrong(b.page.clone(), user.username.clone(), n).await);
+    }
+    let held = wrong(b.page.clone(), user.username.clone(), 99).await;
+    assert_eq!(held.status, 429, "{}", held.body);
+    assert_eq!(attempts_failed(&lab, &user).await, 2);
+    let login = user_login(&lab, &user.username, zapi::TEST_PASSWORD).await;
+    assert!(login["result"].is_string(), "blocked: {login}");
+    // C takes passwords on what A read.
+    let nobody = zapi::unique("zmg-no-such-user-shared");
+    for n in 0..2 {
+        assert_refused(&wrong(c.page.clone(), nobody.clone(), n).await);
+    }
+    let held = wrong(c.page.clone(), nobody.clone(), 99).await;
+    assert_eq!(held.status, 429, "{}", held.body);
+    a.guard.stop().await;
+    b.guard.stop().await;
+    c.guard.stop().await;
+}
+
+async fn wrong(page: String, name: String, n: usize) -> Answer {
+    PageClient::new(&page)
+        .sign_in(&name, &format!("wrong-{n}"))
+        .await
+}
+
+async fn on(zabbix_url: &str, redis_url: String) -> crate::support::Sidecar {
+    sidecar(Setup {
+        shared_store: Some(redis_url),
+        ..Setup::page(zabbix_url)
+    })
+    .await
+}
+
+/// Replicas on one Redis share the count of failed sign-ins per client address (20 in 5
+/// minutes): before, each counted its own, and an address failed 20 times on each of two
+/// replicas, its 21st attempt sent to Zabbix (7.0 lab).
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_count_of_failed_sign_ins_per_address() {
+    let _default = LOGIN_ATTEMPTS_SETTING.read().await;
+    let lab = common::lab(7);
+    let redis = common::redis_server::RedisServer::start().await;
+    let a = on(&lab.url, redis.url()).await;
+    let b = on(&lab.url, redis.url()).await;
+    knows_login_attempts(&a.page, &lab.token_viewer).await;
+    let name = || zapi::unique("zmg-no-such-user-from");
+    for n in 0..10 {
+        for page in [&a.page, &b.page] {
+            assert_refused(&wrong(page.clone(), name(), n).await);
+        }
+    }
+    for page in [&a.page, &b.page] {
+        let held = wrong(page.clone(), name(), 99).await;
+        assert_eq!(held.status, 429, "{}", held.body);
+        assert!(
+            failed(&held).starts_with("Too many failed sign-ins from your address"),
+            "{}",
+            held.body
+        );
+    }
+    a.guard.stop().await;
+    b.guard.stop().await;
+}

@@ -4,6 +4,7 @@
 //! agent's retry sends the approved body once.
 
 mod approver;
+mod caller;
 #[path = "../common/mod.rs"]
 mod common;
 mod cookies;
@@ -517,6 +518,43 @@ async fn replicas_share_approvals_through_redis() {
         .filter(|body| body.contains("double redeem"))
         .count();
     assert_eq!(double, 1, "counted at the recording proxy");
+    a.guard.stop().await;
+    b.guard.stop().await;
+}
+
+/// Redis restarted empty (here flushed) between the yes and its redemption forgets the
+/// approval: the retry, through the replica that asked, is asked anew and nothing reaches
+/// Zabbix, never the write sent on a yes the store no longer holds.
+#[tokio::test]
+async fn an_approval_redis_forgot_is_asked_anew() {
+    let _turn = LAB.lock().await;
+    let lab = common::lab(7);
+    let redis = common::redis_server::RedisServer::start().await;
+    let (proxy, recorder) = recorder::start(&lab.url).await;
+    let replica = || {
+        sidecar(Setup {
+            shared_store: Some(redis.url()),
+            ..Setup::page(&proxy)
+        })
+    };
+    let (a, b) = (replica().await, replica().await);
+    let reader = common::client(&a.guard, &lab.token).await;
+    let agent = common::client(&a.guard, &lab.token_operator).await;
+    let event = new_problem(&reader, &lab).await;
+    let args = ack_args(&event, "approved then forgotten");
+    let (id, _) = pending(&common::tool_error(&agent, TOOL, args.clone()).await);
+    let admin_b = PageClient::new(&b.page);
+    assert_eq!(admin_b.sign_in("Admin", "zabbix").await.status, 303);
+    assert_eq!(admin_b.decide(&id, "approve").await.status, 200);
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let () = redis::cmd("FLUSHALL")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let (again, _) = pending(&common::tool_error(&agent, TOOL, args).await);
+    assert_ne!(again, id);
+    assert_eq!(acks(&recorder, &event), 0);
     a.guard.stop().await;
     b.guard.stop().await;
 }

@@ -384,7 +384,7 @@ async fn a_yes_is_redeemed_only_for_the_approvers_it_was_asked_of() {
 
 /// Writes go to the page; calls of a caller in the quarantine group are not approved there
 /// (the `approve` phase reads `input.caller`).
-const QUARANTINE: &str = r#"package zabbix.mcp
+pub(crate) const QUARANTINE: &str = r#"package zabbix.mcp
 import rego.v1
 quarantined if data.quarantine.usrgrp in input.caller.usrgrps
 default allow := true

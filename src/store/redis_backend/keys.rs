@@ -7,6 +7,8 @@
 
 use ring::hmac;
 
+use crate::store::SignInCount;
+
 /// Hex digits of the space: 64 bits, so two installations' keys never meet by chance,
 /// and nothing a reader of Redis learns of the seal key.
 const SPACE_HEX: usize = 16;
@@ -82,9 +84,20 @@ impl Keys {
         format!("{}rejected:{source}", self.prefix)
     }
 
-    /// The approval page's count of wrong passwords for one username (its SHA-256).
-    pub(crate) fn sign_in(&self, digest: &str) -> String {
-        format!("{}signin:{digest}", self.prefix)
+    /// One of the approval page's counts: a username's wrong passwords (by its SHA-256 in
+    /// hex), or an address's failed sign-ins.
+    pub(crate) fn sign_in(&self, count: SignInCount<'_>) -> String {
+        match count {
+            SignInCount::Username(digest) => {
+                format!("{}signin:{}", self.prefix, hex::encode(digest))
+            }
+            SignInCount::Address(source) => format!("{}signin-from:{source}", self.prefix),
+        }
+    }
+
+    /// Zabbix's `login_attempts` as a replica last read it, signed.
+    pub(crate) fn login_attempts(&self) -> String {
+        format!("{}login_attempts", self.prefix)
     }
 
     /// A token Zabbix accepted lately.

@@ -1,17 +1,20 @@
-//! The approval page's count of wrong passwords per username, shared by replicas
-//! (`SharedStore=redis://…`): without it each replica sends a username its own
-//! `login_attempts - 1` wrong passwords, and two of them got an account blocked in Zabbix.
+//! The approval page's counts of attempts, shared by replicas (`SharedStore=redis://…`):
+//! wrong passwords per username, without which each replica sent a username its own
+//! `login_attempts - 1` wrong passwords, and two of them got an account blocked in Zabbix;
+//! and failed sign-ins per client address, without which N replicas let an address fail
+//! N times the 20 every 5 minutes.
 //!
 //! Layout (in the installation's space, see `keys.rs`): `signin:<digest>` the attempts
-//! counted for a username, its SHA-256 in hex (the name typed is not kept), expiring one
-//! window after the last attempt, as the page's local count does.
+//! counted for a username, its SHA-256 in hex (the name typed is not kept), and
+//! `signin-from:<address>` those of an address (an IPv6 /64), each expiring one window
+//! after its last attempt, as the page's local counts do.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Script;
 
-use super::super::StoreError;
+use super::super::{SignInCount, StoreError};
 use super::RedisStore;
 
 // KEYS: the username's count. ARGV: the most attempts, the window in ms. Takes a place
@@ -43,18 +46,17 @@ return 1
 });
 
 impl RedisStore {
-    /// Takes a place in the username's count of attempts (`digest`): `false`, none taken,
-    /// when `max` are counted already.
+    /// Takes a place in the count: `false`, none taken, when `max` are counted already.
     pub(crate) async fn take_sign_in(
         &self,
-        digest: &str,
+        count: SignInCount<'_>,
         max: u32,
         window: Duration,
     ) -> Result<bool, StoreError> {
         let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1);
         let taken: u64 = self
             .run(|mut c| async move {
-                TAKE.key(self.keys.sign_in(digest))
+                TAKE.key(self.keys.sign_in(count))
                     .arg(max)
                     .arg(window_ms)
                     .invoke_async(&mut c)
@@ -65,11 +67,11 @@ impl RedisStore {
     }
 
     /// Gives back the place an attempt took (it was no wrong password).
-    pub(crate) async fn give_back_sign_in(&self, digest: &str) -> Result<(), StoreError> {
+    pub(crate) async fn give_back_sign_in(&self, count: SignInCount<'_>) -> Result<(), StoreError> {
         let _given: u64 = self
             .run(|mut c| async move {
                 GIVE_BACK
-                    .key(self.keys.sign_in(digest))
+                    .key(self.keys.sign_in(count))
                     .invoke_async(&mut c)
                     .await
             })
@@ -77,11 +79,11 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Forgets the username's count: a right password, which Zabbix's count forgets too.
-    pub(crate) async fn forget_sign_in(&self, digest: &str) -> Result<(), StoreError> {
+    /// Forgets the count: a username's at a right password, which Zabbix's count forgets too.
+    pub(crate) async fn forget_sign_in(&self, count: SignInCount<'_>) -> Result<(), StoreError> {
         self.run(|mut c| async move {
             redis::cmd("DEL")
-                .arg(self.keys.sign_in(digest))
+                .arg(self.keys.sign_in(count))
                 .query_async::<()>(&mut c)
                 .await
         })
