@@ -387,7 +387,7 @@ pub(crate) async fn recheck(app: &App, session: &Session) -> Result<Identity, Si
         .map_err(|e| match e {
             // Fails closed: any refusal of Zabbix's ends the person's right to decide.
             crate::zabbix::ZabbixError::Api { .. } => SignInError::Refused,
-            other => SignInError::Upstream(other.to_string()),
+            other => zabbix_failed(&other),
         })?;
     let current = identity(app, &user, &session.token).await?;
     if current.userid != session.identity.userid {
@@ -401,7 +401,6 @@ async fn password_session(
     username: &str,
     password: &str,
 ) -> Result<Session, SignInError> {
-    let upstream = |e: crate::zabbix::ZabbixError| SignInError::Upstream(e.to_string());
     let user = app
         .zabbix
         .call(
@@ -413,7 +412,7 @@ async fn password_session(
         .map_err(|e| match e {
             // Zabbix answers wrong password and unknown user alike; so do we.
             crate::zabbix::ZabbixError::Api { .. } => SignInError::Refused,
-            other => upstream(other),
+            other => zabbix_failed(&other),
         })?;
     let sid = text(&user, "sessionid");
     if sid.is_empty() {
@@ -455,7 +454,8 @@ async fn token_session(app: &App, token: ApiToken) -> Result<Session, SignInErro
             other @ (crate::zabbix::CallerError::Upstream(_)
             | crate::zabbix::CallerError::GroupsUnavailable(_)
             | crate::zabbix::CallerError::Incomplete { .. }) => {
-                SignInError::Upstream(other.to_string())
+                tracing::warn!(error = %other, "approval page: the token's owner could not be looked up");
+                SignInError::Upstream(other.public_text())
             }
         })?;
     Ok(Session {
@@ -470,11 +470,7 @@ async fn token_session(app: &App, token: ApiToken) -> Result<Session, SignInErro
 /// The approver's identity from `user.login`'s user data plus their user groups, read
 /// with their own session. No groups known = no group membership (fails closed).
 async fn identity(app: &App, user: &Value, token: &ApiToken) -> Result<Identity, SignInError> {
-    let version = app
-        .zabbix
-        .version()
-        .await
-        .map_err(|e| SignInError::Upstream(e.to_string()))?;
+    let version = app.zabbix.version().await.map_err(|e| zabbix_failed(&e))?;
     let userid = text(user, "userid");
     if userid.is_empty() {
         return Err(SignInError::Refused);
@@ -487,7 +483,7 @@ async fn identity(app: &App, user: &Value, token: &ApiToken) -> Result<Identity,
             Some((token, version)),
         )
         .await
-        .map_err(|e| SignInError::Upstream(e.to_string()))?;
+        .map_err(|e| zabbix_failed(&e))?;
     let usrgrps = groups
         .as_array()
         .map(|groups| {
@@ -543,47 +539,13 @@ pub(crate) fn same_secret(a: &str, b: &str) -> bool {
             == 0
 }
 
-#[cfg(test)]
-mod tests {
-    use std::net::IpAddr;
-
-    use moka::future::Cache;
-
-    use super::{Count, MAX_FAILURES_PER_ADDRESS, SignInError, address_key, take_places};
-
-    fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
-    }
-
-    #[tokio::test]
-    async fn an_ipv6_client_is_counted_by_its_64() {
-        let failures = Cache::builder().build();
-        let attempt = |peer: IpAddr| {
-            let failures = &failures;
-            async move {
-                let counts = [Count {
-                    failures,
-                    key: address_key(peer),
-                    max: MAX_FAILURES_PER_ADDRESS,
-                    username: false,
-                }];
-                take_places(&counts).await
-            }
-        };
-        // A new address of one /64 for every attempt: held once the /64 has its 20.
-        for n in 1..=MAX_FAILURES_PER_ADDRESS {
-            let peer = ip(&format!("2001:db8:0:7:{n:x}::1"));
-            assert!(attempt(peer).await.is_ok(), "attempt {n}");
-        }
-        let held = attempt(ip("2001:db8:0:7:ffff:ffff:ffff:fffe")).await;
-        assert!(matches!(held, Err(SignInError::AddressHeld)), "{held:?}");
-        // The next /64 and IPv4 clients are others.
-        assert!(attempt(ip("2001:db8:0:8::1")).await.is_ok());
-        assert!(attempt(ip("192.0.2.7")).await.is_ok());
-        // An IPv4 client on a :: listener is its IPv4 address.
-        assert_eq!(
-            address_key(ip("::ffff:192.0.2.7")),
-            address_key(ip("192.0.2.7"))
-        );
-    }
+/// Zabbix could not be asked: the page, open to people not signed in, says what kind of
+/// failure as an unauthenticated MCP caller is told ([`ZabbixError::public_text`]); the
+/// whole text (Zabbix's address, the library's findings) goes to the process log.
+fn zabbix_failed(error: &crate::zabbix::ZabbixError) -> SignInError {
+    tracing::warn!(error = %error, "approval page: Zabbix could not be asked");
+    SignInError::Upstream(error.public_text())
 }
+
+#[cfg(test)]
+mod tests;

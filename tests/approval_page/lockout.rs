@@ -440,3 +440,26 @@ async fn replicas_on_one_redis_share_the_count_of_failed_sign_ins_per_address() 
     a.guard.stop().await;
     b.guard.stop().await;
 }
+
+/// Whoever reaches the sign-in form is told the kind of failure when Zabbix cannot be
+/// asked, as an unauthenticated MCP caller is: not Zabbix's address or the connection
+/// library's words, which go to the process log. Before, a token sign-in with Zabbix
+/// down showed "connecting to 127.0.0.1:<port>: … Connection refused".
+#[tokio::test]
+async fn a_visitor_is_not_told_where_zabbix_is() {
+    let port = common::free_port();
+    let url = format!("http://127.0.0.1:{port}/api_jsonrpc.php");
+    let car = sidecar(Setup::page(&url)).await;
+    let answer = PageClient::new(&car.page)
+        .sign_in_with_token(&"0".repeat(64))
+        .await;
+    assert_eq!(answer.status, 502, "{}", answer.body);
+    assert!(
+        answer.body.contains("cannot reach the Zabbix API")
+            && !answer.body.contains(&port.to_string())
+            && !answer.body.contains("refused"),
+        "{}",
+        answer.body
+    );
+    car.guard.stop().await;
+}
