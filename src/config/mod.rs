@@ -26,6 +26,8 @@ mod tests;
 mod tests_seal_key;
 #[cfg(test)]
 mod tests_shared_store;
+#[cfg(test)]
+mod tests_sources;
 
 use std::collections::BTreeMap;
 use std::fmt;
