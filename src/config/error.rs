@@ -56,6 +56,11 @@ pub enum ConfigError {
         line: usize,
         name: String,
     },
+    #[error(
+        "environment variable {var} names no parameter{}",
+        meant.as_ref().map(|m| format!(" (did you mean {m}?)")).unwrap_or_default()
+    )]
+    UnknownVariable { var: String, meant: Option<String> },
     #[error("{at}: the parameter is given more than once (first at {first})")]
     Repeated { at: At, first: String },
     #[error("{at}: environment variable {var} is not defined")]

@@ -2,7 +2,7 @@
 //! start, UTF-8 without BOM, `${NAME}` environment expansion in values and
 //! `Include=` of a file, a directory or a `*` pattern in the file name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,16 @@ impl Entry {
     }
 }
 
+/// What a configuration file and its includes hold.
+#[derive(Debug, Default)]
+pub struct FileRead {
+    /// The parameter lines, in order.
+    pub entries: Vec<Entry>,
+    /// The variables the values name in `${NAME}`: a `ZABBIX_MCP_GUARD_*` variable that
+    /// names no parameter is refused unless the file uses it this way.
+    pub referenced: BTreeSet<String>,
+}
+
 /// Reads a configuration file and everything it includes, in order. `env` is used
 /// for `${NAME}` expansion. A single-valued parameter given twice is an error. Under
 /// the zabbix-image contract a value that is only a reference to an unset or empty
@@ -38,11 +48,11 @@ pub fn read(
     path: &Path,
     env: &BTreeMap<String, String>,
     contract: EnvContract,
-) -> Result<Vec<Entry>, ConfigError> {
-    let mut entries = Vec::new();
-    read_into(path, env, contract, 0, &mut entries)?;
-    reject_repeats(&entries)?;
-    Ok(entries)
+) -> Result<FileRead, ConfigError> {
+    let mut out = FileRead::default();
+    read_into(path, env, contract, 0, &mut out)?;
+    reject_repeats(&out.entries)?;
+    Ok(out)
 }
 
 fn read_into(
@@ -50,7 +60,7 @@ fn read_into(
     env: &BTreeMap<String, String>,
     contract: EnvContract,
     depth: usize,
-    out: &mut Vec<Entry>,
+    out: &mut FileRead,
 ) -> Result<(), ConfigError> {
     let bytes = fs::read(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
@@ -89,6 +99,7 @@ fn read_into(
             line,
         };
         let at = At::new(origin.clone(), param);
+        out.referenced.extend(references(value).map(str::to_owned));
         if contract == EnvContract::ZabbixImage && image::unset_reference(value, env) {
             continue;
         }
@@ -104,7 +115,7 @@ fn read_into(
                 read_into(&included, env, contract, depth + 1, out)?;
             }
         } else {
-            out.push(Entry {
+            out.entries.push(Entry {
                 param,
                 value,
                 origin,
@@ -150,6 +161,15 @@ pub fn expand(value: &str, env: &BTreeMap<String, String>, at: &At) -> Result<St
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The names inside `${…}` in a value, as [`expand`] reads them (valid or not).
+fn references(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split("${")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}'))
+        .map(|(name, _)| name)
 }
 
 /// The files an `Include=` value names, sorted. Relative paths are taken from the

@@ -47,7 +47,7 @@ pub use file::MAX_INCLUDE_DEPTH;
 pub use file_access::FileAccess;
 pub use image::EnvContract;
 pub use limits::Limits;
-pub use params::{ENV_PREFIX, Param};
+pub use params::{ENV_PREFIX, PROCESS_VARIABLES, Param};
 pub use secret_file::SecretFile;
 
 /// The effective configuration.

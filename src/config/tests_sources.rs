@@ -194,3 +194,55 @@ fn flags_win_over_variables_and_variables_over_the_file() {
         "environment variable ZABBIX_MCP_GUARD_LISTEN_PORT: invalid value \"x\": expected an integer"
     );
 }
+
+/// A `ZABBIX_MCP_GUARD_*` variable that names no parameter stops the start, as an unknown
+/// parameter in the file does; one the file names in `${…}` is the file's to use.
+#[test]
+fn variables_that_name_no_parameter_are_refused() {
+    let dir = Scratch::new("config-unknown-variable");
+    let file = dir.write("main.conf", BASE);
+    let load = |vars: &[(&str, &str)], file: &std::path::Path| {
+        let env = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::load(&Sources {
+            env,
+            ..sources(file)
+        })
+    };
+    let err = load(&[("ZABBIX_MCP_GUARD_DENYTOOL", "host_get")], &file)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "environment variable ZABBIX_MCP_GUARD_DENYTOOL names no parameter \
+         (did you mean ZABBIX_MCP_GUARD_DENY_TOOL?)"
+    );
+    let err = load(&[("ZABBIX_MCP_GUARD_DENY_TOOLS", "host_get")], &file)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "environment variable ZABBIX_MCP_GUARD_DENY_TOOLS names no parameter"
+    );
+    // Spelt right, the rule holds; the command line's own variables and other prefixes
+    // pass.
+    let vars = [
+        ("ZABBIX_MCP_GUARD_DENY_TOOL", "host_get"),
+        ("ZABBIX_MCP_GUARD_CONFIG", "/elsewhere.conf"),
+        ("ZABBIX_MCP_GUARD_ENV_CONTRACT", "zabbix-image"),
+        ("ZABBIX_MCP_GUARDIAN", "x"),
+    ];
+    let c = load(&vars, &file).unwrap();
+    let rules: Vec<String> = c.tool_rules.iter().map(ToString::to_string).collect();
+    assert_eq!(rules, ["DenyTool=host_get"]);
+    // A variable of the prefix that the file expands, as the example configuration shows.
+    let seal = dir.write(
+        "seal.conf",
+        &format!("{BASE}ApprovalSealKey=${{ZABBIX_MCP_GUARD_SEAL}}\n"),
+    );
+    let key = "5a1f930c7e44d2813ba60fe92578c4119d6237fa08be53c16a2e947de01548b3";
+    let c = load(&[("ZABBIX_MCP_GUARD_SEAL", key)], &seal).unwrap();
+    assert!(c.approval_seal_key.is_some());
+}
