@@ -40,6 +40,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot read {}: longer than {limit} bytes; not a configuration file", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
     #[error("{}: the file starts with a byte order mark; only UTF-8 without BOM is supported", path.display())]
     Bom { path: PathBuf },
     #[error("{}:{line}: the line is not valid UTF-8", path.display())]

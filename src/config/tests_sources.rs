@@ -246,3 +246,36 @@ fn variables_that_name_no_parameter_are_refused() {
     let c = load(&[("ZABBIX_MCP_GUARD_SEAL", key)], &seal).unwrap();
     assert!(c.approval_seal_key.is_some());
 }
+
+/// A file (or an include) past 1 MiB is refused, naming it, before more is read: read
+/// whole, `-c /dev/zero` took memory until the process was killed.
+#[test]
+fn files_past_a_mebibyte_are_refused_unread() {
+    let dir = Scratch::new("config-too-large");
+    let limit = super::file::MAX_FILE_SIZE;
+    let at_limit = format!("{BASE}{}\n", "#".repeat(limit as usize - BASE.len() - 1));
+    assert!(load_text(&dir, &at_limit).is_ok());
+    let past = dir.write("past.conf", &format!("#{at_limit}"));
+    let err = Config::load(&sources(&past)).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "cannot read {}: longer than 1048576 bytes; not a configuration file",
+            past.display()
+        )
+    );
+    let err = load_text(&dir, &format!("{BASE}Include=/dev/zero\n"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "cannot read /dev/zero: longer than 1048576 bytes; not a configuration file"
+    );
+    let err = Config::load(&sources(std::path::Path::new("/dev/zero")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cannot read /dev/zero: longer than"),
+        "{err}"
+    );
+}
