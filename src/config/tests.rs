@@ -397,3 +397,23 @@ fn rules_written_with_the_tool_prefix_are_refused() {
         assert!(load_text(&dir, &format!("{BASE}{fine}")).is_ok(), "{fine}");
     }
 }
+
+/// `LogFile` without `LogType` is written to, as the official server (whose `LogType`
+/// defaults to file) writes it; before, it was ignored and the log went to stderr. Without
+/// either, the log is stderr; `LogType=console` keeps it there whatever `LogFile` says.
+#[test]
+fn a_log_file_without_log_type_is_written_to() {
+    let dir = Scratch::new("config-log-file-alone");
+    let c = load_text(&dir, &format!("{BASE}LogFile=/var/log/g.log\n")).unwrap();
+    assert_eq!(c.log_type, LogType::File);
+    assert!(c.render_effective().contains("\nLogType=file\n"));
+    assert_eq!(load_text(&dir, BASE).unwrap().log_type, LogType::Console);
+    let console = format!("{BASE}LogType=console\nLogFile=/var/log/g.log\n");
+    assert_eq!(
+        load_text(&dir, &console).unwrap().log_type,
+        LogType::Console
+    );
+    // Written to, it is the process log's file, and the decision log cannot share it.
+    let shared = format!("{BASE}LogFile=/var/log/g.log\nDecisionLog=/var/log/g.log\n");
+    assert!(load_text(&dir, &shared).is_err());
+}
