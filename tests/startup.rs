@@ -449,3 +449,26 @@ fn a_variable_that_names_no_parameter_stops_test_config() {
     assert!(out.status.success(), "{out:?}");
     assert!(stdout.contains("\nDenyTool=host_get\n"), "{stdout}");
 }
+
+/// Certificate files that `TLSAccept` leaves unused are warned of by `-T` (and at start:
+/// one list of warnings); before, MCP went out over plain HTTP and nothing said so.
+#[test]
+fn test_config_warns_of_certificate_files_tls_accept_leaves_unused() {
+    const UNUSED: &str = "warning: TLSCertFile/TLSKeyFile are set but TLSAccept=unencrypted";
+    let (cert, key) = expiring_pair(&common::scratch_dir("preflight-unused-pair"));
+    let files = [
+        "--tls-cert-file".as_ref(),
+        cert.as_os_str(),
+        "--tls-key-file".as_ref(),
+        key.as_os_str(),
+    ];
+    let out = test_config(&files);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains(UNUSED), "{stdout}");
+    let served = [&files[..], &["--tls-accept".as_ref(), "cert".as_ref()]].concat();
+    let out = test_config(&served);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!stdout.contains(UNUSED), "{stdout}");
+}
