@@ -89,35 +89,59 @@ impl Resolved {
     }
 }
 
-/// A `ZABBIX_MCP_GUARD_*` variable that is no parameter's, not read by the command line
-/// and not named by the file in `${…}` is refused: a misspelt one
-/// (`ZABBIX_MCP_GUARD_DENYTOOL=host_get`) was ignored and the tool stayed exposed, while
-/// the same typo in the file stops the start.
+/// A `ZABBIX_MCP_GUARD_*` variable that is no parameter's, not read by the command line,
+/// not named by the file in `${…}` and not one of Kubernetes' service variables is
+/// refused: a misspelt one (`ZABBIX_MCP_GUARD_DENYTOOL=host_get`) was ignored and the tool
+/// stayed exposed, while the same typo in the file stops the start.
 fn reject_unknown_variables(
     env: &BTreeMap<String, String>,
     referenced: &BTreeSet<String>,
 ) -> Result<(), ConfigError> {
+    let parameters = || Param::all().filter(|p| p.overridable()).map(Param::env_var);
+    // The usual slip is a separator: DENYTOOL for DENY_TOOL.
+    let squashed = |name: &str| name.replace('_', "");
+    let meant = |var: &str| parameters().find(|p| squashed(p) == squashed(var));
     let known = |var: &str| {
         PROCESS_VARIABLES.contains(&var)
             || referenced.contains(var)
-            || Param::all().any(|p| p.overridable() && p.env_var() == var)
+            || parameters().any(|p| p == var)
+            || (meant(var).is_none() && service_variable(var))
     };
-    let Some(var) = env
+    match env
         .keys()
         .find(|var| var.starts_with(ENV_PREFIX) && !known(var))
-    else {
-        return Ok(());
+    {
+        Some(var) => Err(ConfigError::UnknownVariable {
+            var: var.clone(),
+            meant: meant(var),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `var` is one of the variables the kubelet gives every container for each
+/// Service of its namespace (`enableServiceLinks`, on by default): a Service named
+/// `zabbix-mcp-guard`, as the shipped manifest's, or `zabbix-mcp-guard-…` brings
+/// `ZABBIX_MCP_GUARD_SERVICE_HOST`, `…_SERVICE_PORT[_<name>]`, `…_PORT` and
+/// `…_PORT_<port>_<TCP|UDP|SCTP>[_PROTO|_PORT|_ADDR]`.
+fn service_variable(var: &str) -> bool {
+    if var.ends_with("_SERVICE_HOST")
+        || var.ends_with("_SERVICE_PORT")
+        || var.contains("_SERVICE_PORT_")
+        || var.ends_with("_PORT")
+    {
+        return true;
+    }
+    let Some((_, tail)) = var.rsplit_once("_PORT_") else {
+        return false;
     };
-    // The usual slip is a separator: DENYTOOL for DENY_TOOL.
-    let squashed = |name: &str| name.replace('_', "");
-    let meant = Param::all()
-        .filter(|p| p.overridable())
-        .map(Param::env_var)
-        .find(|candidate| squashed(candidate) == squashed(var));
-    Err(ConfigError::UnknownVariable {
-        var: var.clone(),
-        meant,
-    })
+    let mut parts = tail.split('_');
+    let port = parts
+        .next()
+        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let protocol = matches!(parts.next(), Some("TCP" | "UDP" | "SCTP"));
+    let field = matches!(parts.next(), None | Some("PROTO" | "PORT" | "ADDR"));
+    port && protocol && field && parts.next().is_none()
 }
 
 /// Entries from `ZABBIX_MCP_GUARD_*` variables. Rule variables may hold several

@@ -237,6 +237,35 @@ fn variables_that_name_no_parameter_are_refused() {
     let c = load(&vars, &file).unwrap();
     let rules: Vec<String> = c.tool_rules.iter().map(ToString::to_string).collect();
     assert_eq!(rules, ["DenyTool=host_get"]);
+    // What the kubelet gives a container for the manifest's Service `zabbix-mcp-guard`
+    // (port 8443, named mcp) and for a Service `zabbix-mcp-guard-redis`.
+    let kubelet = [
+        ("ZABBIX_MCP_GUARD_SERVICE_HOST", "10.96.0.7"),
+        ("ZABBIX_MCP_GUARD_SERVICE_PORT", "8443"),
+        ("ZABBIX_MCP_GUARD_SERVICE_PORT_MCP", "8443"),
+        ("ZABBIX_MCP_GUARD_PORT", "tcp://10.96.0.7:8443"),
+        ("ZABBIX_MCP_GUARD_PORT_8443_TCP", "tcp://10.96.0.7:8443"),
+        ("ZABBIX_MCP_GUARD_PORT_8443_TCP_PROTO", "tcp"),
+        ("ZABBIX_MCP_GUARD_PORT_8443_TCP_PORT", "8443"),
+        ("ZABBIX_MCP_GUARD_PORT_8443_TCP_ADDR", "10.96.0.7"),
+        ("ZABBIX_MCP_GUARD_REDIS_SERVICE_HOST", "10.96.0.8"),
+        ("ZABBIX_MCP_GUARD_REDIS_PORT_6379_TCP_ADDR", "10.96.0.8"),
+    ];
+    assert!(load(&kubelet, &file).is_ok());
+    // A slip that only looks like one of them is still named.
+    let err = load(&[("ZABBIX_MCP_GUARD_LISTENPORT", "9000")], &file)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("(did you mean ZABBIX_MCP_GUARD_LISTEN_PORT?)"),
+        "{err}"
+    );
+    for odd in [
+        "ZABBIX_MCP_GUARD_PORT_X_TCP",
+        "ZABBIX_MCP_GUARD_PORT_80_TCP_HOST",
+    ] {
+        assert!(load(&[(odd, "x")], &file).is_err(), "{odd}");
+    }
     // A variable of the prefix that the file expands, as the example configuration shows.
     let seal = dir.write(
         "seal.conf",
