@@ -458,6 +458,21 @@ mod tests {
         }
     }
 
+    /// The configuration refuses a `ZABBIX_MCP_GUARD_*` variable that is no parameter's,
+    /// except those the command line itself reads.
+    #[test]
+    fn variables_the_command_line_reads_are_known_to_the_configuration() {
+        let command = Cli::command();
+        let read: Vec<String> = command
+            .get_arguments()
+            .filter_map(|arg| arg.get_env())
+            .map(|env| env.to_string_lossy().into_owned())
+            .collect();
+        let mut read_sorted = read.clone();
+        read_sorted.sort();
+        assert_eq!(read_sorted, crate::config::PROCESS_VARIABLES);
+    }
+
     #[test]
     fn global_options_and_default_command() {
         let cli = try_parse_from(["zabbix-mcp-guard", "-c", "/etc/x.conf", "-T"]).unwrap();

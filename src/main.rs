@@ -93,10 +93,29 @@ fn run(config: Config, sources: Sources, test_config: bool, start: Start) -> Exi
     match start(config, sources) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("zabbix-mcp-guard: {error:#}");
+            eprintln!("zabbix-mcp-guard: {}", causes(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes, `: `-joined, each cause left out when the text before it
+/// already ends with it: most errors here say their source in their own message, and
+/// `{:#}` wrote it twice (`decision log /x/d.log: No such file or directory (os error 2):
+/// No such file or directory (os error 2)`).
+fn causes(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.ends_with(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// `-T`: the effective configuration, then a line per file loaded, warnings, and every
@@ -347,4 +366,33 @@ fn reload_on_sighup(app: &Arc<App>, reconfigure: Reconfigure, manager: Arc<Servi
     }
     #[cfg(not(unix))]
     let _ = (app, reconfigure, manager);
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("decision log /x/d.log: {source}")]
+    struct Opening {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_written_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let said = io.to_string();
+        let error = Err::<(), _>(Opening { source: io })
+            .context("cannot set up the sidecar")
+            .unwrap_err();
+        assert_eq!(
+            super::causes(&error),
+            format!("cannot set up the sidecar: decision log /x/d.log: {said}")
+        );
+        // A cause the message does not say is still written.
+        let error = Err::<(), _>(std::io::Error::other("disk full"))
+            .context("cannot write")
+            .unwrap_err();
+        assert_eq!(super::causes(&error), "cannot write: disk full");
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use crate::config::{Config, PolicyMode, SessionMode};
+use crate::config::{Config, PolicyMode, SessionMode, TlsAccept};
 use crate::policy::{Approval, PolicyEngine};
 
 /// One setting worth a warning at start.
@@ -19,6 +19,10 @@ pub enum StartupWarning {
     UnaskedWrites,
     /// `IgnoreURLCertErrors=true`: the Zabbix API certificate is not verified.
     IgnoredCertErrors,
+    /// `TLSCertFile` or `TLSKeyFile` set while `TLSAccept=unencrypted` (its default): the
+    /// files are not used and MCP is served over plain HTTP; said, since whoever set them
+    /// most likely meant TLS.
+    CertificateUnused,
 }
 
 impl StartupWarning {
@@ -39,6 +43,11 @@ impl StartupWarning {
         if config.ignore_url_cert_errors {
             found.push(StartupWarning::IgnoredCertErrors);
         }
+        if config.tls_accept == TlsAccept::Unencrypted
+            && (config.tls_cert_file.is_some() || config.tls_key_file.is_some())
+        {
+            found.push(StartupWarning::CertificateUnused);
+        }
         found
     }
 
@@ -56,6 +65,9 @@ impl StartupWarning {
             }
             StartupWarning::IgnoredCertErrors => {
                 "IgnoreURLCertErrors=true: the Zabbix API certificate is not verified"
+            }
+            StartupWarning::CertificateUnused => {
+                "TLSCertFile/TLSKeyFile are set but TLSAccept=unencrypted: MCP is served without TLS and API tokens cross the network unencrypted (TLSAccept=cert serves it)"
             }
         }
     }
@@ -104,6 +116,29 @@ mod tests {
         ] {
             assert!(!plain_http_to_remote(local), "{local}");
         }
+    }
+
+    /// Certificate files that TLSAccept leaves unused are said; before, MCP went out over
+    /// plain HTTP with nothing in the log but `tls=false`.
+    #[test]
+    fn certificate_files_without_tls_accept_are_warned_of() {
+        let built_in = PolicyEngine::load_or_deny_all(PolicySource::BuiltIn, EngineMode::Enforce);
+        let mut config = Config::new("http://127.0.0.1:8081/", "127.0.0.1").unwrap();
+        config.session_mode = SessionMode::Stateful;
+        config.tls_cert_file = Some("/etc/x/tls.crt".into());
+        assert_eq!(
+            StartupWarning::check(&config, &built_in),
+            [StartupWarning::CertificateUnused]
+        );
+        config.tls_cert_file = None;
+        config.tls_key_file = Some("/etc/x/tls.key".into());
+        assert_eq!(
+            StartupWarning::check(&config, &built_in),
+            [StartupWarning::CertificateUnused]
+        );
+        config.tls_accept = crate::config::TlsAccept::Cert;
+        config.tls_cert_file = Some("/etc/x/tls.crt".into());
+        assert!(StartupWarning::check(&config, &built_in).is_empty());
     }
 
     #[test]

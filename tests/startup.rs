@@ -485,3 +485,53 @@ fn test_config_warns_of_a_tls_key_others_can_read() {
         "{stdout}"
     );
 }
+
+/// A misspelt `ZABBIX_MCP_GUARD_*` variable stops `-T` (and a start: both load the
+/// configuration the same way), named; before, the binary ignored it, so
+/// `ZABBIX_MCP_GUARD_DENYTOOL=host_get` passed `-T` with `configuration OK` and `host_get`
+/// stayed exposed.
+#[test]
+fn a_variable_that_names_no_parameter_stops_test_config() {
+    let expected = "zabbix-mcp-guard: configuration error: environment variable \
+                    ZABBIX_MCP_GUARD_DENYTOOL names no parameter (did you mean \
+                    ZABBIX_MCP_GUARD_DENY_TOOL?)";
+    let out = test_config_command(&[])
+        .env("ZABBIX_MCP_GUARD_DENYTOOL", "host_get")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.trim_end(), expected);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    // Spelt right, the rule is read.
+    let out = test_config_command(&[])
+        .env("ZABBIX_MCP_GUARD_DENY_TOOL", "host_get")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("\nDenyTool=host_get\n"), "{stdout}");
+}
+
+/// Certificate files that `TLSAccept` leaves unused are warned of by `-T` (and at start:
+/// one list of warnings); before, MCP went out over plain HTTP and nothing said so.
+#[test]
+fn test_config_warns_of_certificate_files_tls_accept_leaves_unused() {
+    const UNUSED: &str = "warning: TLSCertFile/TLSKeyFile are set but TLSAccept=unencrypted";
+    let (cert, key) = expiring_pair(&common::scratch_dir("preflight-unused-pair"));
+    let files = [
+        "--tls-cert-file".as_ref(),
+        cert.as_os_str(),
+        "--tls-key-file".as_ref(),
+        key.as_os_str(),
+    ];
+    let out = test_config(&files);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains(UNUSED), "{stdout}");
+    let served = [&files[..], &["--tls-accept".as_ref(), "cert".as_ref()]].concat();
+    let out = test_config(&served);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!stdout.contains(UNUSED), "{stdout}");
+}

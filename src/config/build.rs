@@ -70,6 +70,14 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
                        on every replica: approvals kept in Redis are signed with it";
         return Err(ConfigError::conflict(&given.at(), message));
     }
+    let log_file = path(r, Param::LogFile);
+    // The official server's LogType defaults to file; ours to console (stderr), except that
+    // a LogFile given without LogType is written to, as there: an official configuration
+    // relying on that default had its LogFile ignored and logged to stderr.
+    let default_log_type = match log_file {
+        Some(_) => LogType::File,
+        None => LogType::Console,
+    };
     let config = Config {
         frontend_url: values::frontend_url(&frontend.at(), &frontend.value)?,
         allowed_ip: values::allowed_ip(&allowed.at(), &allowed.value)?,
@@ -108,8 +116,8 @@ pub fn build(r: &Resolved) -> Result<Config, ConfigError> {
         },
         tool_rules: tool_rules(r.rules())?,
         allowed_hosts: allowed_hosts(r.allowed_hosts())?,
-        log_type: keyword(r, Param::LogType, &LOG_TYPE)?.unwrap_or(LogType::Console),
-        log_file: path(r, Param::LogFile),
+        log_type: keyword(r, Param::LogType, &LOG_TYPE)?.unwrap_or(default_log_type),
+        log_file,
         log_file_size_mb: int(r, Param::LogFileSize, LOG_FILE_SIZE_RANGE)?
             .map_or(DEFAULT_LOG_FILE_SIZE_MB, |v| {
                 u32::try_from(v).unwrap_or(DEFAULT_LOG_FILE_SIZE_MB)

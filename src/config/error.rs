@@ -40,6 +40,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot read {}: longer than {limit} bytes; not a configuration file", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
     #[error("{}: the file starts with a byte order mark; only UTF-8 without BOM is supported", path.display())]
     Bom { path: PathBuf },
     #[error("{}:{line}: the line is not valid UTF-8", path.display())]
@@ -56,6 +58,11 @@ pub enum ConfigError {
         line: usize,
         name: String,
     },
+    #[error(
+        "environment variable {var} names no parameter{}",
+        meant.as_ref().map(|m| format!(" (did you mean {m}?)")).unwrap_or_default()
+    )]
+    UnknownVariable { var: String, meant: Option<String> },
     #[error("{at}: the parameter is given more than once (first at {first})")]
     Repeated { at: At, first: String },
     #[error("{at}: environment variable {var} is not defined")]

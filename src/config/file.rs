@@ -2,8 +2,9 @@
 //! start, UTF-8 without BOM, `${NAME}` environment expansion in values and
 //! `Include=` of a file, a directory or a `*` pattern in the file name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::{At, ConfigError, Origin};
@@ -13,6 +14,11 @@ use super::params::{Arity, Param};
 /// Includes nested deeper than this are an error (Zabbix uses the same limit), which
 /// also stops include cycles.
 pub const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// A configuration file (each included one too) is at most this long; the shipped
+/// example, every parameter documented, is 30 kB. Read whole, `-c /dev/zero` took memory
+/// until the process was killed.
+pub const MAX_FILE_SIZE: u64 = 1 << 20;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -30,6 +36,16 @@ impl Entry {
     }
 }
 
+/// What a configuration file and its includes hold.
+#[derive(Debug, Default)]
+pub struct FileRead {
+    /// The parameter lines, in order.
+    pub entries: Vec<Entry>,
+    /// The variables the values name in `${NAME}`: a `ZABBIX_MCP_GUARD_*` variable that
+    /// names no parameter is refused unless the file uses it this way.
+    pub referenced: BTreeSet<String>,
+}
+
 /// Reads a configuration file and everything it includes, in order. `env` is used
 /// for `${NAME}` expansion. A single-valued parameter given twice is an error. Under
 /// the zabbix-image contract a value that is only a reference to an unset or empty
@@ -38,11 +54,11 @@ pub fn read(
     path: &Path,
     env: &BTreeMap<String, String>,
     contract: EnvContract,
-) -> Result<Vec<Entry>, ConfigError> {
-    let mut entries = Vec::new();
-    read_into(path, env, contract, 0, &mut entries)?;
-    reject_repeats(&entries)?;
-    Ok(entries)
+) -> Result<FileRead, ConfigError> {
+    let mut out = FileRead::default();
+    read_into(path, env, contract, 0, &mut out)?;
+    reject_repeats(&out.entries)?;
+    Ok(out)
 }
 
 fn read_into(
@@ -50,12 +66,9 @@ fn read_into(
     env: &BTreeMap<String, String>,
     contract: EnvContract,
     depth: usize,
-    out: &mut Vec<Entry>,
+    out: &mut FileRead,
 ) -> Result<(), ConfigError> {
-    let bytes = fs::read(path).map_err(|source| ConfigError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let bytes = read_bounded(path)?;
     if bytes.starts_with(BOM) {
         return Err(ConfigError::Bom {
             path: path.to_owned(),
@@ -89,6 +102,7 @@ fn read_into(
             line,
         };
         let at = At::new(origin.clone(), param);
+        out.referenced.extend(references(value).map(str::to_owned));
         if contract == EnvContract::ZabbixImage && image::unset_reference(value, env) {
             continue;
         }
@@ -104,7 +118,7 @@ fn read_into(
                 read_into(&included, env, contract, depth + 1, out)?;
             }
         } else {
-            out.push(Entry {
+            out.entries.push(Entry {
                 param,
                 value,
                 origin,
@@ -112,6 +126,26 @@ fn read_into(
         }
     }
     Ok(())
+}
+
+/// The file's bytes, refused past [`MAX_FILE_SIZE`] before more is read.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let read_error = |source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_SIZE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_FILE_SIZE {
+        return Err(ConfigError::TooLarge {
+            path: path.to_owned(),
+            limit: MAX_FILE_SIZE,
+        });
+    }
+    Ok(bytes)
 }
 
 /// Replaces every `${NAME}` with the variable's value; a lone `$` stays as it is.
@@ -150,6 +184,15 @@ pub fn expand(value: &str, env: &BTreeMap<String, String>, at: &At) -> Result<St
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The names inside `${…}` in a value, as [`expand`] reads them (valid or not).
+fn references(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split("${")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}'))
+        .map(|(name, _)| name)
 }
 
 /// The files an `Include=` value names, sorted. Relative paths are taken from the

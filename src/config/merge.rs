@@ -6,12 +6,12 @@
 //! rules from every source are kept, the higher source's rules first: rules are
 //! first-match, so that is what "winning" means for them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::{At, ConfigError, Origin};
 use super::file::{self, Entry};
 use super::image::{EnvContract, ImageEnv};
-use super::params::{Arity, Param};
+use super::params::{Arity, ENV_PREFIX, PROCESS_VARIABLES, Param};
 use super::{FlagValue, Sources};
 
 /// The merged parameters, ready to be turned into a `Config`.
@@ -29,12 +29,13 @@ impl Resolved {
     /// [`image`](super::image)).
     pub fn from_sources(sources: &Sources) -> Result<Resolved, ConfigError> {
         let contract = sources.env_contract;
-        let file_entries = match &sources.config_file {
+        let file = match &sources.config_file {
             Some(path) => file::read(path, &sources.env, contract)?,
-            None => Vec::new(),
+            None => file::FileRead::default(),
         };
+        reject_unknown_variables(&sources.env, &file.referenced)?;
         let mut resolved = Resolved::default();
-        resolved.apply(file_entries);
+        resolved.apply(file.entries);
         if contract == EnvContract::ZabbixImage {
             let image = ImageEnv::read(&sources.env)?;
             match image.rules {
@@ -88,10 +89,63 @@ impl Resolved {
     }
 }
 
+/// A `ZABBIX_MCP_GUARD_*` variable that is no parameter's, not read by the command line,
+/// not named by the file in `${…}` and not one of Kubernetes' service variables is
+/// refused: a misspelt one (`ZABBIX_MCP_GUARD_DENYTOOL=host_get`) was ignored and the tool
+/// stayed exposed, while the same typo in the file stops the start.
+fn reject_unknown_variables(
+    env: &BTreeMap<String, String>,
+    referenced: &BTreeSet<String>,
+) -> Result<(), ConfigError> {
+    let parameters = || Param::all().filter(|p| p.overridable()).map(Param::env_var);
+    // The usual slip is a separator: DENYTOOL for DENY_TOOL.
+    let squashed = |name: &str| name.replace('_', "");
+    let meant = |var: &str| parameters().find(|p| squashed(p) == squashed(var));
+    let known = |var: &str| {
+        PROCESS_VARIABLES.contains(&var)
+            || referenced.contains(var)
+            || parameters().any(|p| p == var)
+            || (meant(var).is_none() && service_variable(var))
+    };
+    match env
+        .keys()
+        .find(|var| var.starts_with(ENV_PREFIX) && !known(var))
+    {
+        Some(var) => Err(ConfigError::UnknownVariable {
+            var: var.clone(),
+            meant: meant(var),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `var` is one of the variables the kubelet gives every container for each
+/// Service of its namespace (`enableServiceLinks`, on by default): a Service named
+/// `zabbix-mcp-guard`, as the shipped manifest's, or `zabbix-mcp-guard-…` brings
+/// `ZABBIX_MCP_GUARD_SERVICE_HOST`, `…_SERVICE_PORT[_<name>]`, `…_PORT` and
+/// `…_PORT_<port>_<TCP|UDP|SCTP>[_PROTO|_PORT|_ADDR]`.
+fn service_variable(var: &str) -> bool {
+    if var.ends_with("_SERVICE_HOST")
+        || var.ends_with("_SERVICE_PORT")
+        || var.contains("_SERVICE_PORT_")
+        || var.ends_with("_PORT")
+    {
+        return true;
+    }
+    let Some((_, tail)) = var.rsplit_once("_PORT_") else {
+        return false;
+    };
+    let mut parts = tail.split('_');
+    let port = parts
+        .next()
+        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let protocol = matches!(parts.next(), Some("TCP" | "UDP" | "SCTP"));
+    let field = matches!(parts.next(), None | Some("PROTO" | "PORT" | "ADDR"));
+    port && protocol && field && parts.next().is_none()
+}
+
 /// Entries from `ZABBIX_MCP_GUARD_*` variables. Rule variables may hold several
-/// rules, one per line, because a regular expression may contain commas. Unknown
-/// variables with the prefix are ignored: other tools (tests, deployment scripts)
-/// share the prefix.
+/// rules, one per line, because a regular expression may contain commas.
 fn env_entries(env: &BTreeMap<String, String>) -> Vec<Entry> {
     let mut entries = Vec::new();
     for param in Param::all().filter(|p| p.overridable()) {
@@ -149,13 +203,10 @@ mod tests {
 
     #[test]
     fn env_rules_split_on_lines_and_flags_come_first() {
-        let env = BTreeMap::from([
-            (
-                Param::DenyTool.env_var(),
-                "item_get\n\n history_get \n".to_owned(),
-            ),
-            ("ZABBIX_MCP_GUARD_SOMETHING_ELSE".to_owned(), "x".to_owned()),
-        ]);
+        let env = BTreeMap::from([(
+            Param::DenyTool.env_var(),
+            "item_get\n\n history_get \n".to_owned(),
+        )]);
         let sources = Sources {
             config_file: None,
             env,

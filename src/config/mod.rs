@@ -26,6 +26,8 @@ mod tests;
 mod tests_seal_key;
 #[cfg(test)]
 mod tests_shared_store;
+#[cfg(test)]
+mod tests_sources;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -45,7 +47,7 @@ pub use file::MAX_INCLUDE_DEPTH;
 pub use file_access::FileAccess;
 pub use image::EnvContract;
 pub use limits::Limits;
-pub use params::{ENV_PREFIX, Param};
+pub use params::{ENV_PREFIX, PROCESS_VARIABLES, Param};
 pub use secret_file::SecretFile;
 
 /// The effective configuration.

@@ -80,6 +80,11 @@ pub enum Arity {
 /// Prefix of every environment variable that overrides a parameter.
 pub const ENV_PREFIX: &str = "ZABBIX_MCP_GUARD_";
 
+/// The variables with [`ENV_PREFIX`] that the command line reads (`-c`, `--env-contract`)
+/// rather than a parameter.
+pub const PROCESS_VARIABLES: [&str; 2] =
+    ["ZABBIX_MCP_GUARD_CONFIG", "ZABBIX_MCP_GUARD_ENV_CONTRACT"];
+
 /// (parameter, name in the file, kebab-case flag without `--`, arity), in the order
 /// `-T` prints them.
 const TABLE: &[(Param, &str, &str, Arity)] = &[
