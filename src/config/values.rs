@@ -196,7 +196,12 @@ pub fn frontend_url(at: &At, value: &str) -> Result<String, ConfigError> {
     Ok(value.to_owned())
 }
 
-/// `ToolPrefix`: letters, digits, `_`, `-` and `.`, so prefixed names stay valid MCP
+/// The longest tool name MCP allows (specification 2025-11-25, "Tool names": 1 to 128
+/// characters); the Python SDK warns of longer ones, and clients may not offer them.
+const MAX_TOOL_NAME: usize = 128;
+
+/// `ToolPrefix`: letters, digits, `_`, `-` and `.`, and short enough that the longest
+/// prefixed tool name is at most [`MAX_TOOL_NAME`], so prefixed names stay valid MCP
 /// tool names.
 pub fn tool_prefix(at: &At, value: &str) -> Result<String, ConfigError> {
     let ok = value
@@ -207,6 +212,21 @@ pub fn tool_prefix(at: &At, value: &str) -> Result<String, ConfigError> {
             at,
             value,
             "only letters, digits, '_', '-' and '.' are allowed",
+        ));
+    }
+    let longest = crate::catalog::all_tools()
+        .map(|tool| tool.name)
+        .max_by_key(|name| name.len())
+        .unwrap_or_default();
+    if value.len() + longest.len() > MAX_TOOL_NAME {
+        return Err(ConfigError::bad_value(
+            at,
+            value,
+            format!(
+                "at most {} characters: MCP tool names are at most {MAX_TOOL_NAME}, and the \
+                 longest tool is {longest}",
+                MAX_TOOL_NAME - longest.len()
+            ),
         ));
     }
     Ok(value.to_owned())
@@ -340,5 +360,13 @@ mod tests {
         assert!(tool_prefix(&p, "zbx.prod-1_").is_ok());
         assert!(tool_prefix(&p, "zbx prod").is_err());
         assert!(tool_prefix(&p, "zbx/").is_err());
+        // problem_change_severity, 23 characters, is the longest tool: 105 + 23 = 128.
+        assert!(tool_prefix(&p, &"z".repeat(105)).is_ok());
+        let err = tool_prefix(&p, &"z".repeat(106)).unwrap_err().to_string();
+        assert!(
+            err.contains("at most 105 characters")
+                && err.contains("longest tool is problem_change_severity"),
+            "{err}"
+        );
     }
 }
