@@ -6,7 +6,9 @@
 //! starts a sidecar denying every call) fails here, so that it is seen before a restart.
 
 use crate::app::{policy_mode, policy_source};
-use crate::config::{Config, FileAccess, TlsAccept};
+use std::path::Path;
+
+use crate::config::{Config, DecisionLogSink, FileAccess, LogType, TlsAccept};
 use crate::policy::PolicyEngine;
 use crate::server::tls::{Expiry, ServerCertificate, TlsError};
 use crate::startup::StartupWarning;
@@ -64,6 +66,7 @@ pub fn check(config: &Config) -> Vec<Finding> {
             Err(error) => Finding::Failed(PreflightError::Trust(error)),
         });
     }
+    found.extend(log_files(config));
     // As `serve` warns at start: an operator checking a change sees it before the restart.
     found.extend(
         config
@@ -108,4 +111,56 @@ fn certificate(config: &Config) -> Vec<Finding> {
         ))),
     }
     found
+}
+
+/// The process log and decision log files a start opens, creating them: a directory that
+/// does not exist, or a file that cannot be opened for appending, fails that start.
+/// Warned of, not failed: `-T` often runs before the directory is made (the package checks
+/// its configuration before systemd's `LogsDirectory=` exists).
+fn log_files(config: &Config) -> Vec<Finding> {
+    let process_log = match config.log_type {
+        LogType::File => config.log_file.as_deref().map(|path| ("LogFile", path)),
+        LogType::Console | LogType::System => None,
+    };
+    let decision_log = match &config.decision_log {
+        DecisionLogSink::File(path) => Some(("DecisionLog", path.as_path())),
+        DecisionLogSink::Stdout => None,
+    };
+    process_log
+        .into_iter()
+        .chain(decision_log)
+        .filter_map(|(param, path)| {
+            unwritable(path).map(|why| {
+                Finding::Warning(format!(
+                    "{param} {}: {why}; a start would fail unless that changes first",
+                    path.display()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Why a start could not open `path` for appending, if it could not. Only regular files
+/// are opened here: opening a FIFO for writing waits for its reader.
+fn unwritable(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => None,
+        Ok(_) => std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .err()
+            .map(|error| format!("cannot be opened for writing ({error})")),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let dir = path
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            match std::fs::metadata(dir) {
+                Ok(meta) if meta.is_dir() => None,
+                Ok(_) => Some(format!("{} is not a directory", dir.display())),
+                Err(error) => Some(format!("directory {}: {error}", dir.display())),
+            }
+        }
+        Err(error) => Some(error.to_string()),
+    }
 }

@@ -535,3 +535,27 @@ fn test_config_warns_of_certificate_files_tls_accept_leaves_unused() {
     assert!(out.status.success(), "{out:?}");
     assert!(!stdout.contains(UNUSED), "{stdout}");
 }
+
+/// A decision log (or process log) a start could not open is warned of by `-T`, which
+/// still passes: the package checks its configuration before systemd's `LogsDirectory=`
+/// exists. Before, `-T` said "configuration OK" and the start failed.
+#[test]
+fn test_config_warns_of_log_files_a_start_could_not_open() {
+    let dir = common::scratch_dir("preflight-log-files");
+    let missing = dir.join("no-such-dir").join("decisions.log");
+    let out = test_config(&["--decision-log".as_ref(), missing.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains(&format!(
+            "warning: DecisionLog {}: directory ",
+            missing.display()
+        )) && stdout.contains("No such file or directory")
+            && stdout.contains("configuration OK"),
+        "{stdout}"
+    );
+    let present = dir.join("decisions.log");
+    let out = test_config(&["--decision-log".as_ref(), present.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("warning: DecisionLog"), "{stdout}");
+}
