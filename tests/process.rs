@@ -179,19 +179,9 @@ fn the_open_file_limit_is_raised_to_the_hard_one() {
         let dir = common::scratch_dir("fd-limit");
         let log = dir.join("guard.log");
         let port = common::free_port();
-        let binary = common::binary(&lab.url, port, &log);
-        let args: Vec<String> = binary
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
         // The limit set by the shell the binary replaces, as an operator's `ulimit` would.
         let mut child = common::Running(
-            std::process::Command::new("bash")
-                .arg("-c")
-                .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
-                .arg(binary.get_program())
-                .args(&args)
-                .env_remove("RUST_LOG")
+            after_shell(&lab, port, &log, &format!("ulimit {limits} && exec"))
                 .spawn()
                 .unwrap(),
         );
@@ -228,26 +218,18 @@ fn the_process_leaves_no_core_dump_and_its_memory_is_roots() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let log = dir.join("guard.log");
     let port = common::free_port();
-    let binary = common::binary(&lab.url, port, &log);
-    let args: Vec<String> = binary
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
     let mut child = common::Running(
-        std::process::Command::new("bash")
-            .arg("-c")
-            .arg(
-                "ulimit -c unlimited && exec setpriv --reuid=65534 --regid=65534 \
-                 --clear-groups \"$0\" \"$@\"",
-            )
-            .arg(binary.get_program())
-            .args(&args)
-            .args(["--decision-log", "stdout"])
-            .current_dir(&dir)
-            .stdout(std::process::Stdio::null())
-            .env_remove("RUST_LOG")
-            .spawn()
-            .unwrap(),
+        after_shell(
+            &lab,
+            port,
+            &log,
+            "ulimit -c unlimited && exec setpriv --reuid=65534 --regid=65534 --clear-groups",
+        )
+        .args(["--decision-log", "stdout"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap(),
     );
     common::wait_listening(&log);
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -283,4 +265,24 @@ fn the_process_leaves_no_core_dump_and_its_memory_is_roots() {
         .filter(|name| name.starts_with("core"))
         .collect();
     assert!(cores.is_empty(), "core files: {cores:?}");
+}
+
+/// The binary as [`common::binary`] runs it against `lab`, started by `bash -c "<shell>
+/// binary args…"` (so `shell` ends in `exec` or a command that runs the rest), without
+/// `RUST_LOG`: what the shell sets first (a `ulimit`, another user) is the binary's.
+fn after_shell(
+    lab: &common::Lab,
+    port: u16,
+    log: &std::path::Path,
+    shell: &str,
+) -> std::process::Command {
+    let binary = common::binary(&lab.url, port, log);
+    let mut command = std::process::Command::new("bash");
+    command
+        .arg("-c")
+        .arg(format!("{shell} \"$0\" \"$@\""))
+        .arg(binary.get_program())
+        .args(binary.get_args())
+        .env_remove("RUST_LOG");
+    command
 }

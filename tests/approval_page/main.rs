@@ -10,6 +10,7 @@ mod common;
 mod cookies;
 mod limits;
 mod lockout;
+mod quarantine;
 mod redeem;
 mod summary;
 mod support;
@@ -546,12 +547,7 @@ async fn an_approval_redis_forgot_is_asked_anew() {
     let admin_b = PageClient::new(&b.page);
     assert_eq!(admin_b.sign_in("Admin", "zabbix").await.status, 303);
     assert_eq!(admin_b.decide(&id, "approve").await.status, 200);
-    let client = redis::Client::open(redis.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let () = redis::cmd("FLUSHALL")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
+    redis.flush_all().await;
     let (again, _) = pending(&common::tool_error(&agent, TOOL, args).await);
     assert_ne!(again, id);
     assert_eq!(acks(&recorder, &event), 0);

@@ -8,6 +8,7 @@ use sha2::Digest;
 use zabbix_mcp_guard::store::{Status, unix_now};
 
 use crate::common::{self, recorder};
+use crate::quarantine::{Asked, Group};
 use crate::support::{
     self, PageClient, Setup, TOOL, ack_args, acks, event_names, eventually, pending, sidecar,
     sidecar_with,
@@ -382,28 +383,6 @@ async fn a_yes_is_redeemed_only_for_the_approvers_it_was_asked_of() {
     car.guard.stop().await;
 }
 
-/// Writes go to the page; calls of a caller in the quarantine group are not approved there
-/// (the `approve` phase reads `input.caller`).
-pub(crate) const QUARANTINE: &str = r#"package zabbix.mcp
-import rego.v1
-quarantined if data.quarantine.usrgrp in input.caller.usrgrps
-default allow := true
-allow := false if {
-    input.phase == "approve"
-    quarantined
-}
-decision := {"allow": true} if input.phase == "list"
-decision := {"allow": true} if {
-    input.phase != "list"
-    input.tool.kind == "read"
-}
-decision := {"allow": allow, "reasons": ["the caller is quarantined"], "approval": "page",
-             "approvers": {"usrgrps": ["Zabbix administrators"], "distinct_from_caller": true}} if {
-    input.phase != "list"
-    input.tool.kind == "write"
-}
-"#;
-
 /// The `approve` phase judges the caller as they were when approval was asked: the page
 /// holds no credential of theirs to look them up with. So a yes is redeemed only for that
 /// same caller: one put in the quarantine group while the call waited is refused at the
@@ -413,50 +392,20 @@ decision := {"allow": allow, "reasons": ["the caller is quarantined"], "approval
 #[tokio::test]
 async fn a_yes_is_redeemed_only_for_the_caller_it_was_asked_for() {
     for lab in common::labs() {
-        let operators = common::seed_id(&lab, "user_groups", "MCP Operators");
-        let name = common::zapi::unique("mcp-quarantine");
-        let created = common::zapi::admin(&lab, "usergroup.create", json!({"name": name})).await;
-        let quarantine = created["usrgrpids"][0].as_str().unwrap().to_owned();
-        let user = common::zapi::TestUser::create(&lab, &operators, &[]).await;
-        let checked = tokio::spawn(quarantined_meanwhile(
-            lab.clone(),
-            user.clone(),
-            (name, quarantine.clone()),
-        ))
-        .await;
-        user.delete(&lab).await;
-        common::zapi::admin(&lab, "usergroup.delete", json!([quarantine])).await;
-        if let Err(error) = checked {
-            std::panic::resume_unwind(error.into_panic());
-        }
+        crate::quarantine::run(&lab, quarantined_meanwhile).await;
     }
 }
 
-async fn quarantined_meanwhile(
-    lab: common::Lab,
-    user: common::zapi::TestUser,
-    (name, quarantine): (String, String),
-) {
-    let dir = common::temp_path("policy");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("policy.rego"), QUARANTINE).unwrap();
-    let data = json!({"quarantine": {"usrgrp": name}});
-    std::fs::write(dir.join("data.json"), data.to_string()).unwrap();
-    let car = sidecar_with(Setup::page(&lab.url), |c| c.policy_dir = Some(dir)).await;
-    let agent = common::client(&car.guard, &user.token).await;
-    let event = common::seed_id(&lab, "problems", "MCP uint too high");
-    let message = common::zapi::unique("mcp-quarantined");
-    let args = json!({"eventids": [event], "message": message});
-    let first = common::tool_error(&agent, "problem_annotate", args.clone()).await;
-    let (id, _) = pending(&first);
-    let operators = common::seed_id(&lab, "user_groups", "MCP Operators");
-    let both = json!([{"usrgrpid": operators}, {"usrgrpid": quarantine}]);
-    common::zapi::admin(
-        &lab,
-        "user.update",
-        json!({"userid": user.userid, "usrgrps": both}),
-    )
-    .await;
+async fn quarantined_meanwhile(lab: common::Lab, user: common::zapi::TestUser, group: Group) {
+    let Asked {
+        car,
+        agent,
+        event,
+        message,
+        args,
+        first,
+        id,
+    } = Asked::then_quarantined(&lab, &user, &group, "mcp-quarantined").await;
     // Judged on the caller as asked: the approve phase lets Admin approve.
     let admin = PageClient::new(&car.page);
     assert_eq!(admin.sign_in("Admin", "zabbix").await.status, 303);

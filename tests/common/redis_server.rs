@@ -70,6 +70,16 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// Empties this Redis (`FLUSHALL`), as one restarted without its data would be.
+    pub async fn flush_all(&self) {
+        let client = redis::Client::open(self.url()).unwrap();
+        let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+        let () = redis::cmd("FLUSHALL")
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+
     /// Holds every client's commands for `pause` (`CLIENT PAUSE … ALL`), as a slow Redis
     /// would; returns once the pause is in force, so what is sent next waits behind it.
     pub async fn pause(&self, pause: Duration) {

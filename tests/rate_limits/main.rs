@@ -390,13 +390,8 @@ async fn a_lease_redis_lost_is_put_back_while_its_call_runs() {
     config.timeout = Duration::from_secs(60);
     let guard = common::start_with(config).await;
     let held = hold_one(&guard, &stub).await;
-
+    redis.flush_all().await;
     let client = redis::Client::open(redis.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let () = redis::cmd("FLUSHALL")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
     common::eventually("the running call's lease to be put back", WAIT, || async {
         (!slot_sets(&client).await?.is_empty()).then_some(())
     })
