@@ -14,7 +14,9 @@
 //! Builtins whose work grows with the size of agent text faster than reading it once:
 //! [`built`] bounds the results of `concat` and the replaces, [`cutset`] trims in time the
 //! sizes add up to rather than multiply, [`yaml`] refuses nesting past the parser's, and
-//! [`pairs`] bounds the comparisons of the prefix and suffix matches.
+//! [`pairs`] bounds the comparisons of the prefix and suffix matches. [`graph`] bounds the
+//! walk of `graph.reachable_paths`, which grows with the paths of its graph, exponentially
+//! with its nodes.
 //!
 //! The compiled program's builtin table is public: these wrappers take the place of the
 //! builtins there. A range beyond [`MAX_RANGE_ELEMENTS`] is a limit error, which
@@ -24,6 +26,7 @@
 
 mod built;
 mod cutset;
+mod graph;
 mod pairs;
 mod text;
 mod values;
@@ -49,7 +52,7 @@ const RANGE_STEP: &str = "numbers.range_step";
 const SPRINTF: &str = "sprintf";
 
 /// Each wrapper, the builtin whose place it takes and that builtin's number of arguments.
-const WRAPPERS: [(&str, Builtin, u8); 19] = [
+const WRAPPERS: [(&str, Builtin, u8); 20] = [
     (RANGE, range, 2),
     (RANGE_STEP, range_step, 3),
     (SPRINTF, sprintf, 2),
@@ -69,6 +72,7 @@ const WRAPPERS: [(&str, Builtin, u8); 19] = [
     (yaml::YAML_IS_VALID, yaml::yaml_is_valid, 1),
     (pairs::ANY_PREFIX_MATCH, pairs::any_prefix_match, 2),
     (pairs::ANY_SUFFIX_MATCH, pairs::any_suffix_match, 2),
+    (graph::REACHABLE_PATHS, graph::reachable_paths, 2),
 ];
 
 /// Puts the bounded wrappers in place of their builtins in a compiled program.

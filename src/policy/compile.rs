@@ -24,8 +24,16 @@ use super::{ENTRYPOINT, PolicyError};
 /// regorus default (25 000) could be hit by a legitimate loop over a long ID list.
 const MAX_INSTRUCTIONS: usize = 1_000_000;
 
-/// Wall-clock budget per evaluation, checked every `TIMER_CHECK_INTERVAL` instructions.
-const EVAL_TIME_LIMIT: Duration = Duration::from_millis(50);
+/// Wall-clock budget per evaluation, checked every `TIMER_CHECK_INTERVAL` instructions and
+/// after every builtin call. Debug builds (the tests) run builtins ten to thirty times
+/// slower: on a loaded machine a bounded builtin at its bound (a 1 MiB `concat`) took 75 ms
+/// there, and splitting 918 kB of names before a bound was reached over 1 s, so they get
+/// 5 s, and a test sees the bound it tests rather than the clock.
+const EVAL_TIME_LIMIT: Duration = if cfg!(debug_assertions) {
+    Duration::from_secs(5)
+} else {
+    Duration::from_millis(50)
+};
 const TIMER_CHECK_INTERVAL: u32 = 1024;
 
 /// Makes every compiled set distinguishable from every other (thread-local VM caches key
@@ -78,7 +86,9 @@ impl std::fmt::Debug for PolicySet {
 impl PolicySet {
     /// Parses, compiles and prepares the VM program of `sources`.
     pub(crate) fn compile(sources: &PolicySources) -> Result<Self, PolicyError> {
-        INTERPRETER_TIMER.call_once(|| set_fallback_execution_timer_config(Some(timer_config())));
+        INTERPRETER_TIMER.call_once(|| {
+            set_fallback_execution_timer_config(Some(interpreter_timer_config()));
+        });
         let data = parse_data(sources)?;
         let mut engine = Engine::new();
         engine.set_execution_timer_config(timer_config());
@@ -224,7 +234,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 }
 
 fn run(vm: &mut RegoVM, builtins: &Arc<[Builtin]>, input: Value) -> Result<Value, PolicyError> {
-    let guarded = Run::start(builtins);
+    let guarded = Run::start(builtins, EVAL_TIME_LIMIT);
     vm.set_input(input);
     let result = vm.execute().map_err(|e| PolicyError::Eval(e.to_string()));
     // Do not keep the caller's arguments alive in an idle thread-local.
@@ -252,6 +262,17 @@ fn timer_config() -> ExecutionTimerConfig {
     }
 }
 
+/// The interpreter reads its clock at every step, not every 1024th: a step may be one
+/// builtin call on all of an agent's text, so a loop splitting the agent's names into
+/// characters once per name held the runtime's one thread 4.4 s past a 50 ms limit
+/// (release build). (The VM's builtin calls read it in their guard, see `strict`.)
+fn interpreter_timer_config() -> ExecutionTimerConfig {
+    ExecutionTimerConfig {
+        limit: EVAL_TIME_LIMIT,
+        check_interval: NonZeroU32::MIN,
+    }
+}
+
 fn parse_data(sources: &PolicySources) -> Result<Value, PolicyError> {
     let Some(text) = &sources.data else {
         return Ok(Value::new_object());
@@ -273,11 +294,15 @@ mod tests {
     use std::fs;
 
     use std::sync::Arc;
+    use std::time::Duration;
 
     use regorus::Value;
     use regorus::unstable::{Expr, Ref, Span};
 
+    use regorus::Engine;
+
     use super::{Evaluator, PolicySet, VM};
+    use crate::policy::ENTRYPOINT;
     use crate::policy::PolicyError;
     use crate::policy::source::tests::temp_dir;
     use crate::policy::source::{Files, PolicySources};
@@ -377,6 +402,77 @@ mod tests {
             matches!(&err, PolicyError::Eval(m) if m.contains("time")),
             "{err:?}"
         );
+    }
+
+    /// Sleeps 250 ms a call.
+    fn sleeps(_: &Span, _: &[Ref<Expr>], _: &[Value], _: bool) -> anyhow::Result<Value> {
+        std::thread::sleep(Duration::from_millis(250));
+        Ok(Value::from("slept"))
+    }
+
+    /// A builtin that takes 250 ms (`strings.reverse`, its slot made to sleep) called
+    /// `times` times on the VM: each call is one instruction, the loop far below the 1024
+    /// between regorus' own looks at its clock.
+    fn sleeping_on_the_vm(times: u32) -> Result<Value, PolicyError> {
+        let mut set = compile(
+            &format!(
+                "package zabbix.mcp\nimport rego.v1\n\
+                 slept := [strings.reverse(\"x\") | some i in numbers.range(1, {times})]\n\
+                 decision := {{\"allow\": true, \"slept\": count(slept)}}\n"
+            ),
+            None,
+        )
+        .expect("compiles");
+        let Evaluator::Vm(program, builtins) = &mut set.evaluator else {
+            panic!("not on the VM");
+        };
+        let slot = program
+            .builtin_info_table
+            .iter()
+            .position(|info| info.name == "strings.reverse")
+            .expect("a slot");
+        Arc::get_mut(builtins).expect("one owner")[slot] = sleeps;
+        set.evaluate(Value::new_object())
+    }
+
+    /// The same on the interpreter, as a set the VM does not compile is evaluated (with the
+    /// timer `PolicySet::compile` gives it), the call an extension.
+    fn sleeping_on_the_interpreter(times: u32) -> Result<Value, String> {
+        compile("package zabbix.mcp\ndecision := {}\n", None).expect("compiles");
+        let mut engine = Engine::new();
+        let sleep = |_: Vec<Value>| {
+            std::thread::sleep(Duration::from_millis(250));
+            Ok(Value::from("slept"))
+        };
+        let rego = format!(
+            "package zabbix.mcp\nimport rego.v1\n\
+             slept := [sleep(i) | some i in numbers.range(1, {times})]\n\
+             decision := {{\"allow\": true, \"slept\": count(slept)}}\n"
+        );
+        let compiled = engine
+            .add_extension("sleep".into(), 1, Box::new(sleep))
+            .and_then(|()| engine.add_policy("p.rego".into(), rego))
+            .and_then(|_| engine.compile_with_entrypoint(&ENTRYPOINT.into()))
+            .expect("compiles");
+        compiled
+            .eval_with_input(Value::new_object())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn slow_builtin_calls_end_the_run_at_its_time_limit() {
+        let ok = sleeping_on_the_vm(2).expect("within the limit");
+        assert_eq!(ok["slept"], Value::from(2));
+        let ok = sleeping_on_the_interpreter(2).expect("within the limit");
+        assert_eq!(ok["slept"], Value::from(2));
+        // Before: all 30 calls ran, 7.5 s for a limit of 5 s (50 ms in release builds).
+        let err = sleeping_on_the_vm(30).expect_err("past the limit");
+        assert!(
+            matches!(&err, PolicyError::Eval(m) if m.contains("time limit")),
+            "{err:?}"
+        );
+        let err = sleeping_on_the_interpreter(30).expect_err("past the limit");
+        assert!(err.contains("time limit"), "{err}");
     }
 
     fn panics(_: &Span, _: &[Ref<Expr>], _: &[Value], _: bool) -> anyhow::Result<Value> {

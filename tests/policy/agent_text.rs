@@ -229,3 +229,83 @@ async fn agent_sized_text_in_builtins_that_multiply_it_answers_at_once() {
     );
     guard.stop().await;
 }
+
+/// Names `n0/a0, n0/b0, a0/n1, b0/n1, ...`: edges `from/to` making `layers` diamonds in a
+/// row, 2^layers paths from `n0`.
+fn diamonds(layers: usize) -> Vec<String> {
+    (0..layers)
+        .flat_map(|l| {
+            [
+                format!("n{l}/a{l}"),
+                format!("n{l}/b{l}"),
+                format!("a{l}/n{}", l + 1),
+                format!("b{l}/n{}", l + 1),
+            ]
+        })
+        .collect()
+}
+
+/// Splits all of the agent's names into characters and finds each character, once for
+/// each of its first 60 names (fewer instructions than the 1024 between regorus' own looks
+/// at its clock), and follows
+/// every path of the graph its names `from/to` make.
+const SLOW_BUILTINS: &str = "all := concat(\"\", input.arguments.names)\n\
+    edges := [split(n, \"/\") | some n in input.arguments.names]\n\
+    g := {e[0]: [f[1] | some f in edges; f[0] == e[0]] | some e in edges}\n\
+    deny contains \"names split\" if {\n\
+        input.tool.name == \"hostgroup_get\"\n\
+        input.arguments.limit == 1\n\
+        count([1 | some n in array.slice(input.arguments.names, 0, 60); count(split(all, \"\")) > 0; count(regex.find_n(\".\", all, -1)) > 0]) > 0\n\
+    }\n\
+    deny contains \"a path too long\" if {\n\
+        input.tool.name == \"hostgroup_get\"\n\
+        input.arguments.limit == 2\n\
+        some path in graph.reachable_paths(g, [\"n0\"])\n\
+        count(path) > 100\n\
+    }";
+
+#[tokio::test]
+async fn builtins_repeated_or_walking_agent_graphs_end_at_their_limits() {
+    let (guard, client, log) = denying(SLOW_BUILTINS).await;
+    let lab = common::lab(7);
+    let other = common::client(&guard, &lab.token).await;
+    // Before: the 60 splits and finds over 229,500 characters all ran (regorus reads its clock every
+    // 1024 instructions; 900 of them held the thread 6.5 s, release build), and the 16
+    // diamonds' 65,536 paths were all built (40 ran for days), this other session's
+    // host_get waiting.
+    let (split, walked, read_meanwhile) = tokio::join!(
+        tool_error(
+            &client,
+            "hostgroup_get",
+            json!({"names": distinct_names(900), "limit": 1})
+        ),
+        tool_error(
+            &client,
+            "hostgroup_get",
+            json!({"names": diamonds(16), "limit": 2})
+        ),
+        read(&other, "host_get", json!({"limit": 1})),
+    );
+    let reason = denied_for(&split);
+    assert!(reason.contains("time limit"), "{reason}");
+    let reason = denied_for(&walked);
+    assert!(reason.contains("memory limit"), "{reason}");
+    assert_eq!(read_meanwhile["count"], 1, "{read_meanwhile}");
+    logged_denial(&log, &split).await;
+    // The official Python SDK, the same calls and another session's read.
+    let summary = common::python_sdk(
+        "agent_text_python.py",
+        vec![guard.url.clone(), lab.token.clone()],
+    )
+    .await;
+    let reasons: Vec<String> = summary["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(denied_for)
+        .collect();
+    assert!(reasons[0].contains("time limit"), "{summary}");
+    assert!(reasons[1].contains("memory limit"), "{summary}");
+    assert_eq!(summary["other_count"], 1, "{summary}");
+    guard.stop().await;
+}
