@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{Filled, Splice, Spliced, push_json_string, splice};
+use super::{Filled, KEPT_ROOM, ROOM, Splice, Spliced, push_json_string, splice};
 
 fn filled(document: &str) -> Filled {
     Filled {
@@ -98,6 +98,41 @@ fn escapes_long_text_as_serde_json_does() {
         let (out, expected) = escaped(&text);
         assert_eq!(out, expected, "{text:?}");
     }
+}
+
+/// The thread's room holds the last document's escaped bytes: a shorter text escaped after
+/// a longer one (each of them a quote, backslash, control or plain byte where the other
+/// has another), in one thread, is still exactly what serde_json writes.
+#[test]
+fn a_kept_room_escapes_a_shorter_text_alike() {
+    let long = "\"\\é".repeat(4000);
+    let (out, expected) = escaped(&long);
+    assert_eq!(out, expected);
+    for text in [
+        "",
+        "a",
+        "{\"results\":[{\"a\":\"b\"}]}",
+        "x".repeat(100).as_str(),
+        "\n",
+    ] {
+        let (out, expected) = escaped(text);
+        assert_eq!(out, expected, "{text:?}");
+    }
+}
+
+/// The room stays with its thread up to the default MaxResponseSize's document escaped;
+/// a larger one is given back.
+#[test]
+fn the_room_is_kept_up_to_its_bound() {
+    let room = || ROOM.with_borrow(Vec::len);
+    let text = "\"".repeat(60_000);
+    escaped(&text);
+    assert!(room() >= 2 * 60_000, "{}", room());
+    let text = "\"".repeat(KEPT_ROOM);
+    escaped(&text);
+    assert_eq!(ROOM.with_borrow(Vec::capacity), 0);
+    escaped("ab");
+    assert!(room() <= 64, "{}", room());
 }
 
 #[test]
