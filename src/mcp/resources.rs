@@ -72,7 +72,7 @@ pub async fn read(
         return text(uri, &about(app, caller, subject, tools));
     }
     // Quoted back and logged otherwise, as an argument would be (tools::call).
-    if !caller.token.expose().is_empty() && uri.contains(caller.token.expose()) {
+    if caller.token.is_in(uri) {
         return Err(resource_not_found_unquoted());
     }
     let Some((kind, id)) = parse(uri) else {

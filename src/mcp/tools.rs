@@ -20,7 +20,7 @@ use crate::mcp::write::{self, WriteCall, Written};
 use crate::metrics::ToolOutcome;
 use crate::response::{self, ResponseError, Shaping};
 use crate::zabbix::raw::Element;
-use crate::zabbix::{Caller, ZabbixError, ZabbixVersion};
+use crate::zabbix::{ApiToken, Caller, ZabbixError, ZabbixVersion};
 
 /// The tools offered on one Zabbix version under the configured exposure, built once.
 pub struct ToolList {
@@ -139,20 +139,19 @@ pub fn offered_json(app: &App, tools: &ToolList, subject: &Subject, out: &mut St
 const TOKEN_IN_ARGUMENTS: &str = "an argument holds the caller's own API token, which is \
                                   never sent to Zabbix or logged; nothing was sent";
 
-/// Whether any key or string of `arguments`, at any depth, contains `token`.
-fn holds_token(arguments: &serde_json::Map<String, serde_json::Value>, token: &str) -> bool {
-    fn value_holds(value: &serde_json::Value, token: &str) -> bool {
+/// Whether any key or string of `arguments`, at any depth, holds `token`.
+fn holds_token(arguments: &serde_json::Map<String, serde_json::Value>, token: &ApiToken) -> bool {
+    fn value_holds(value: &serde_json::Value, token: &ApiToken) -> bool {
         match value {
-            serde_json::Value::String(text) => text.contains(token),
+            serde_json::Value::String(text) => token.is_in(text),
             serde_json::Value::Array(items) => items.iter().any(|v| value_holds(v, token)),
             serde_json::Value::Object(map) => holds_token(map, token),
             _ => false,
         }
     }
-    !token.is_empty()
-        && arguments
-            .iter()
-            .any(|(key, value)| key.contains(token) || value_holds(value, token))
+    arguments
+        .iter()
+        .any(|(key, value)| token.is_in(key) || value_holds(value, token))
 }
 
 /// One tools/call request, resolved to a tool and a caller.
@@ -179,7 +178,7 @@ pub async fn call(app: &App, call: Call<'_>) -> Result<CallToolResponse, McpErro
     // Before validation, whose refusals quote the value: an agent's arguments go to the
     // decision log and the process log, and a write's text to Zabbix, where other users read
     // it. The caller's own token is never among them.
-    if raw.is_some_and(|raw| holds_token(raw, call.caller.token.expose())) {
+    if raw.is_some_and(|raw| holds_token(raw, &call.caller.token)) {
         let error = args::ArgError(TOKEN_IN_ARGUMENTS.to_owned());
         return Ok(failed(app, def, ToolError::from(error), None).into());
     }

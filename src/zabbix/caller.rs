@@ -116,6 +116,12 @@ impl ApiToken {
         self.digest
     }
 
+    /// Whether `text` holds this token: what an agent writes is logged and may be sent to
+    /// Zabbix, and the token never is. An empty token is in no text.
+    pub fn is_in(&self, text: &str) -> bool {
+        !self.text.is_empty() && text.contains(&*self.text)
+    }
+
     /// A 16-hex-digit prefix of the SHA-256 of the token: identifies it in logs.
     pub fn id(&self) -> String {
         hex::encode(&self.digest()[..8])
